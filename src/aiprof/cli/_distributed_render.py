@@ -1,0 +1,78 @@
+"""Terminal tables for the distributed-training commands. They only render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from aiprof.distributed.sizes import format_bytes
+
+
+def _print(table: Table) -> None:
+    Console(soft_wrap=True).print(table)
+
+
+def render_comm_model(cost: Any) -> None:
+    """One row per algorithm; the chosen one is marked."""
+    link = cost.link
+    table = Table(
+        title=(
+            f"{cost.collective} of {format_bytes(cost.num_bytes)} over {cost.num_ranks} ranks, "
+            f"link {link.name} (α {link.alpha_us:g} µs, {link.bandwidth_gbps:g} GB/s)"
+        )
+    )
+    for column in ("algorithm", "time (µs)", "algbw (GB/s)", "busbw (GB/s)", ""):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    for name, row in cost.per_algorithm.items():
+        table.add_row(
+            name,
+            f"{row.time_us:,.1f}",
+            f"{row.algbw_gbps:,.2f}",
+            f"{row.busbw_gbps:,.2f}",
+            "← cheapest" if name == cost.algorithm else "",
+        )
+    _print(table)
+
+
+def render_comm_bench(result: Any) -> None:
+    """nccl-tests-like columns, then the α/β fits."""
+    table = Table(
+        title=f"comm bench: {result.backend} on {result.device}, {result.num_ranks} ranks"
+    )
+    for column in ("collective", "size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"):
+        table.add_column(column, justify="left" if column == "collective" else "right")
+    for p in result.points:
+        table.add_row(
+            p.collective,
+            format_bytes(p.num_bytes),
+            f"{p.time_us:,.1f}",
+            f"{p.algbw_gbps:.3f}",
+            f"{p.busbw_gbps:.3f}",
+        )
+    _print(table)
+    fits = Table(title="α/β fit (ring model, relative least squares)")
+    for column in ("collective", "sizes", "α (µs)", "bandwidth (GB/s)", "max error (%)"):
+        fits.add_column(column, justify="left" if column == "collective" else "right")
+    for f in result.fits:
+        fits.add_row(
+            f.collective,
+            f"{format_bytes(f.fit_min_bytes)}..{format_bytes(f.fit_max_bytes)}",
+            f"{f.alpha_us:.2f}",
+            f"{f.bandwidth_gbps:.3f}",
+            f"{f.max_rel_error_pct:.1f}",
+        )
+    _print(fits)
+    for note in result.notes:
+        Console(stderr=True).print(f"note: {note}")
+
+
+def simple_table(title: str, rows: list[tuple[str, str]]) -> None:
+    """A two-column key/value table."""
+    table = Table(title=title, show_header=False)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    for key, value in rows:
+        table.add_row(key, value)
+    _print(table)

@@ -1,0 +1,203 @@
+"""``aiprof comm model|bench``: collective cost models and a torch.distributed benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from aiprof.cli._command import Command
+from aiprof.errors import InputError
+
+MODEL_SCHEMA = "aiprof.comm_model/1"
+
+
+def _add_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--collective",
+        default="allreduce",
+        help="allreduce, allgather, reducescatter or broadcast (default allreduce)",
+    )
+    parser.add_argument("--ranks", type=int, required=True, help="number of ranks p")
+    parser.add_argument(
+        "--bytes", required=True, help="message size S as nccl-tests counts it, e.g. 256MiB"
+    )
+    parser.add_argument(
+        "--link", default="nvlink", help="nvlink, pcie, pcie4, infiniband, example (default nvlink)"
+    )
+    parser.add_argument("--alpha-us", type=float, help="custom link latency per message (µs)")
+    parser.add_argument(
+        "--bandwidth-gbps", type=float, help="custom link bandwidth per direction (GB/s)"
+    )
+    parser.add_argument(
+        "--reduce-gbps", type=float, default=0.0, help="reduction throughput (GB/s); 0 = free"
+    )
+    parser.add_argument(
+        "--from-bench", type=Path, help="use α/β fitted by 'aiprof comm bench --output FILE'"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_bench(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--collectives",
+        default="allreduce,allgather,reducescatter,broadcast",
+        help="comma-separated collectives to time",
+    )
+    parser.add_argument("--min-bytes", default="8", help="smallest size (default 8)")
+    parser.add_argument("--max-bytes", default="1GiB", help="largest size (default 1GiB)")
+    parser.add_argument(
+        "--step-factor", type=int, default=2, help="size multiplier between points (default 2)"
+    )
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per size (default 20)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls per size (default 5)")
+    parser.add_argument(
+        "--fit-min-bytes", default="1MiB", help="fit α/β on sizes from here up (default 1MiB)"
+    )
+    parser.add_argument(
+        "--backend", choices=("gloo", "nccl"), help="default: nccl with CUDA, else gloo"
+    )
+    parser.add_argument(
+        "--nproc",
+        type=int,
+        default=2,
+        help="processes to start when not launched by torchrun (default 2)",
+    )
+    parser.add_argument(
+        "--output", type=Path, help="also write the JSON result to this file (rank 0)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=type(parser))
+    verbs.required = True
+    _add_model(verbs.add_parser("model", help="predict a collective's time per algorithm (α-β-γ)"))
+    _add_bench(verbs.add_parser("bench", help="time collectives like nccl-tests and fit α/β"))
+
+
+def _link(args: argparse.Namespace, collective: str) -> Any:
+    from aiprof.distributed.links import LinkParams, link_preset
+
+    if args.from_bench is not None:
+        return _measured_link(args.from_bench, collective)
+    if args.alpha_us is not None or args.bandwidth_gbps is not None:
+        if args.alpha_us is None or args.bandwidth_gbps is None:
+            raise InputError("a custom link needs both --alpha-us and --bandwidth-gbps")
+        return LinkParams(
+            name="custom",
+            alpha_us=args.alpha_us,
+            bandwidth_gbps=args.bandwidth_gbps,
+            reduce_gbps=args.reduce_gbps,
+        )
+    return link_preset(args.link)
+
+
+def _measured_link(path: Path, collective: str) -> Any:
+    from aiprof.distributed.links import LinkParams
+
+    try:
+        data = json.loads(path.read_text())
+        fits = {fit["collective"]: fit for fit in data["fits"]}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputError(f"cannot read comm bench fits from {path}: {error}") from None
+    fit = fits.get(collective) or fits.get("allreduce")
+    if fit is None:
+        raise InputError(
+            f"{path} has no fitted parameters; rerun 'aiprof comm bench --output {path}'"
+        )
+    return LinkParams(
+        name="measured",
+        alpha_us=max(float(fit["alpha_us"]), 0.0),
+        bandwidth_gbps=float(fit["bandwidth_gbps"]),
+    )
+
+
+def _run_model(args: argparse.Namespace) -> int:
+    from aiprof.distributed.busbw import canonical_collective
+    from aiprof.distributed.collectives import model_collective
+    from aiprof.distributed.sizes import parse_bytes
+    from aiprof.report.jsonout import dumps
+
+    collective = canonical_collective(args.collective)
+    if args.ranks < 1:
+        raise InputError(f"--ranks must be >= 1, got {args.ranks}")
+    link = _link(args, collective)
+    algorithms = ("ring",) if link.name == "measured" else None
+    cost = model_collective(collective, parse_bytes(args.bytes), args.ranks, link, algorithms)
+    if args.json:
+        print(dumps({"schema": MODEL_SCHEMA, **_as_dict(cost)}))
+        return 0
+    from aiprof.cli._distributed_render import render_comm_model
+
+    render_comm_model(cost)
+    return 0
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    import msgspec
+
+    return dict(msgspec.to_builtins(obj))
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from aiprof.distributed.bench import BenchOptions, bench_spawn, bench_torchrun
+    from aiprof.distributed.busbw import canonical_collective
+    from aiprof.distributed.sizes import parse_bytes
+    from aiprof.report.jsonout import dumps
+
+    options = BenchOptions(
+        collectives=tuple(
+            canonical_collective(c) for c in args.collectives.split(",") if c.strip()
+        ),
+        min_bytes=parse_bytes(args.min_bytes),
+        max_bytes=parse_bytes(args.max_bytes),
+        step_factor=args.step_factor,
+        iters=args.iters,
+        warmup=args.warmup,
+        fit_min_bytes=parse_bytes(args.fit_min_bytes),
+    )
+    _require_torch()
+    if "WORLD_SIZE" in os.environ:
+        result = bench_torchrun(options, args.backend)
+        if int(os.environ.get("RANK", "0")) != 0:
+            return 0
+    else:
+        result = bench_spawn(options, args.nproc, args.backend or "gloo")
+    text = dumps(result)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text + "\n")
+    if args.json:
+        print(text)
+    else:
+        from aiprof.cli._distributed_render import render_comm_bench
+
+        render_comm_bench(result)
+    return 0
+
+
+def _require_torch() -> None:
+    from importlib.util import find_spec
+
+    from aiprof.errors import MissingDependencyError
+
+    if find_spec("torch") is None:
+        raise MissingDependencyError(
+            "comm bench needs torch; install it with 'pip install aiprof[torch]'"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    return _run_model(args) if args.verb == "model" else _run_bench(args)
+
+
+COMMAND = Command(
+    name="comm",
+    help="collective cost model (comm model) and benchmark (comm bench)",
+    add_arguments=add_arguments,
+    run=run,
+    order=60,
+)
