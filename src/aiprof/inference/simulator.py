@@ -1,0 +1,115 @@
+"""Discrete-event simulation of the dynamic batcher: same queue, virtual time, no model.
+
+Events are arrivals, batch completions and policy wake-ups (a delay running out, a request
+expiring). At each event the shared :class:`~aiprof.inference.queue.BatchQueue` decides, exactly as
+in the asyncio batcher; a batch of b requests occupies one instance for ``latency(b)``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiprof.errors import InputError
+from aiprof.inference.latency_curve import LatencyCurve
+from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
+from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.queue import INF, BatchQueue, Request
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationOptions:
+    """What the simulated server looks like besides its policy."""
+
+    num_instances: int = 1
+    """Model instances serving batches in parallel (each one GPU stream)."""
+    overhead_us: float = 0.0
+    """Fixed time added to every batch (the serving stack's own cost per batch)."""
+
+
+def simulate(
+    arrivals_us: np.ndarray,
+    curve: LatencyCurve,
+    policy: BatchPolicy,
+    options: SimulationOptions | None = None,
+    *,
+    priorities: Sequence[int] | None = None,
+    deadlines_in_us: Sequence[float] | None = None,
+) -> BatchingMetrics:
+    """Serve ``arrivals_us`` (sorted, microseconds) with ``policy``; return the batcher's metrics.
+
+    ``priorities`` and ``deadlines_in_us`` give each request's level and time budget (optional).
+    """
+    opts = options or SimulationOptions()
+    if opts.num_instances < 1:
+        raise InputError(f"number of instances {opts.num_instances} must be at least 1")
+    times = np.asarray(arrivals_us, dtype=np.float64)
+    if times.size == 0:
+        raise InputError("no arrivals to simulate")
+    if np.any(np.diff(times) < 0):
+        raise InputError("arrival times must be sorted")
+    state = _State(policy, opts, curve)
+    n = times.size
+    levels = [policy.default_priority] * n if priorities is None else list(priorities)
+    budgets = [INF] * n if deadlines_in_us is None else list(deadlines_in_us)
+    i = 0
+    now = float(times[0])
+    while True:
+        next_arrival = float(times[i]) if i < n else INF
+        next_done = state.done_heap[0][0] if state.done_heap else INF
+        wake = state.queue.next_wake_us() if state.free and len(state.queue) else INF
+        if wake <= now:
+            wake = math.nextafter(now, INF)
+        now = min(next_arrival, next_done, wake)
+        if now == INF:
+            break
+        state.complete_until(now)
+        while i < n and times[i] <= now:
+            arrival = float(times[i])
+            request = Request(i, levels[i], arrival, deadline_us=arrival + budgets[i])
+            if state.queue.push(request) is not None:
+                state.recorder.reject("queue_full")
+            i += 1
+        state.dispatch(now)
+    end = max(state.last_done_us, float(times[-1]))
+    return state.recorder.summary(end - float(times[0]), opts.num_instances)
+
+
+class _State:
+    def __init__(
+        self, policy: BatchPolicy, options: SimulationOptions, curve: LatencyCurve
+    ) -> None:
+        self.queue = BatchQueue(policy)
+        self.recorder = MetricsRecorder()
+        self.free: list[float] = [-INF] * options.num_instances
+        self.done_heap: list[tuple[float, int, float, float, list[Request]]] = []
+        self.curve = curve
+        self.overhead_us = options.overhead_us
+        self.last_done_us = -INF
+        self._batches = 0
+
+    def complete_until(self, now: float) -> None:
+        while self.done_heap and self.done_heap[0][0] <= now:
+            done, _, dispatch, free_us, batch = heapq.heappop(self.done_heap)
+            for request in batch:
+                self.recorder.request(request.enqueue_us, free_us, dispatch, done)
+            self.free.append(done)
+            self.last_done_us = max(self.last_done_us, done)
+
+    def dispatch(self, now: float) -> None:
+        for _request, reason in self.queue.expire(now):
+            self.recorder.reject(reason)
+        while self.free and len(self.queue):
+            batch = self.queue.take_batch(now)
+            if batch is None:
+                return
+            self.free.sort()
+            free_us = self.free.pop(0)
+            service = self.curve(len(batch)) + self.overhead_us
+            self.recorder.batch(len(batch), service)
+            self._batches += 1
+            heapq.heappush(self.done_heap, (now + service, self._batches, now, free_us, batch))
