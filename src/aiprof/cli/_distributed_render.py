@@ -76,3 +76,73 @@ def simple_table(title: str, rows: list[tuple[str, str]]) -> None:
     for key, value in rows:
         table.add_row(key, value)
     _print(table)
+
+
+def render_pipeline(bubbles: list[Any], split: Any) -> None:
+    """Bubble per schedule, then the stage split if one was asked for."""
+    table = Table(title="pipeline bubble")
+    for column in (
+        "schedule",
+        "p",
+        "m",
+        "v",
+        "bubble/ideal",
+        "bubble/total",
+        "chapter p/m",
+        "stage-0 activations (× 1 model·µbatch)",
+        "step (µs)",
+    ):
+        table.add_column(column, justify="left" if column == "schedule" else "right")
+    for b in bubbles:
+        table.add_row(
+            b.schedule,
+            str(b.num_stages),
+            str(b.num_microbatches),
+            str(b.num_chunks),
+            f"{b.bubble_over_ideal:.3f}",
+            f"{b.bubble_over_total:.3f}",
+            f"{b.textbook_ratio:.3f}",
+            f"{b.activation_factor_stage0:.2f}",
+            f"{b.step_time_us:,.0f}",
+        )
+    _print(table)
+    if split is None:
+        return
+    stages = Table(title=f"optimal split (balance {split.balance_pct:.1f}%)")
+    for column in ("stage", "layers", "time (µs)", "memory (GB)"):
+        stages.add_column(column, justify="right")
+    for i, (n, t, mem) in enumerate(
+        zip(split.layers_per_stage, split.stage_time_us, split.stage_memory_bytes, strict=True)
+    ):
+        stages.add_row(str(i), str(n), f"{t:,.1f}", f"{mem / 1e9:.2f}")
+    _print(stages)
+
+
+def render_compression(rows: list[Any], bandwidth_gbps: float | None) -> None:
+    """One row per method; whether it pays at the given bandwidth."""
+    table = Table(title="gradient compression trade-offs")
+    columns = [
+        "method",
+        "bytes/step",
+        "ratio",
+        "all-reduces",
+        "added compute (µs)",
+        "break-even busbw (GB/s)",
+    ]
+    if bandwidth_gbps is not None:
+        columns.append(f"pays at {bandwidth_gbps:g} GB/s")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "method" else "right")
+    for r in rows:
+        cells = [
+            r.method,
+            format_bytes(r.bytes_per_step),
+            f"{r.compression_ratio:.1f}",
+            str(r.num_allreduces_per_bucket),
+            f"{r.added_compute_us:,.1f}",
+            f"{r.breakeven_gbps:,.1f}",
+        ]
+        if bandwidth_gbps is not None:
+            cells.append("yes" if bandwidth_gbps < r.breakeven_gbps else "no")
+        table.add_row(*cells)
+    _print(table)

@@ -1,0 +1,115 @@
+"""``aiprof pipeline``: pipeline bubble per schedule, and an optimal layer-to-stage split."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from aiprof.cli._command import Command
+from aiprof.errors import InputError
+
+SCHEMA = "aiprof.pipeline/1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stages", type=int, required=True, help="pipeline stages p")
+    parser.add_argument("--microbatches", type=int, required=True, help="micro-batches per step m")
+    parser.add_argument(
+        "--chunks", type=int, default=2, help="model chunks per GPU v (interleaved)"
+    )
+    parser.add_argument(
+        "--stage-time-us",
+        type=float,
+        default=0.0,
+        help="forward+backward of one micro-batch on one stage (for step time)",
+    )
+    parser.add_argument(
+        "--layers", type=int, help="split this many identical layers (see --layer-*)"
+    )
+    parser.add_argument("--layer-time-us", type=float, default=1.0, help="time per layer")
+    parser.add_argument(
+        "--layer-state-gb",
+        type=float,
+        default=0.0,
+        help="parameters+grads+optimizer per layer (GB)",
+    )
+    parser.add_argument(
+        "--layer-activation-gb",
+        type=float,
+        default=0.0,
+        help="activations per layer per micro-batch (GB)",
+    )
+    parser.add_argument(
+        "--layer-file",
+        type=Path,
+        help="CSV with columns time_us,state_bytes,activation_bytes, one row per layer",
+    )
+    parser.add_argument("--memory-cap-gb", type=float, help="GPU memory per stage (GB)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _costs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from aiprof.distributed.partition import StageCosts
+
+    if args.layer_file is not None:
+        import csv
+
+        try:
+            with args.layer_file.open() as handle:
+                rows = list(csv.DictReader(handle))
+            return StageCosts(
+                time_us=[float(r["time_us"]) for r in rows],
+                state_bytes=[float(r["state_bytes"]) for r in rows],
+                activation_bytes=[float(r["activation_bytes"]) for r in rows],
+            )
+        except (OSError, KeyError, ValueError) as error:
+            raise InputError(f"cannot read layers from {args.layer_file}: {error}") from None
+    if args.layers is None:
+        return None
+    if args.layers < 1:
+        raise InputError(f"--layers must be >= 1, got {args.layers}")
+    n = args.layers
+    return StageCosts(
+        time_us=[args.layer_time_us] * n,
+        state_bytes=[args.layer_state_gb * 1e9] * n,
+        activation_bytes=[args.layer_activation_gb * 1e9] * n,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import math
+
+    from aiprof.distributed.bubble import SCHEDULES, pipeline_bubble
+    from aiprof.distributed.partition import partition_layers
+    from aiprof.report.jsonout import dumps
+
+    bubbles = []
+    for schedule in SCHEDULES:
+        if schedule == "interleaved" and args.microbatches % args.stages != 0:
+            continue
+        bubbles.append(
+            pipeline_bubble(
+                schedule, args.stages, args.microbatches, args.chunks, args.stage_time_us
+            )
+        )
+    costs = _costs(args)
+    split = None
+    if costs is not None:
+        cap = math.inf if args.memory_cap_gb is None else args.memory_cap_gb * 1e9
+        split = partition_layers(costs, args.stages, args.microbatches, cap)
+    if args.json:
+        print(dumps({"schema": SCHEMA, "bubbles": bubbles, "partition": split}))
+        return 0
+    from aiprof.cli._distributed_render import render_pipeline
+
+    render_pipeline(bubbles, split)
+    return 0
+
+
+COMMAND = Command(
+    name="pipeline",
+    help="pipeline bubble (GPipe, 1F1B, interleaved) and stage split",
+    add_arguments=add_arguments,
+    run=run,
+    order=62,
+)
