@@ -1,1 +1,8 @@
+"""Section 33.1 models: occupancy, coalescing, bank conflicts, divergence, roofline, counters."""
 
+from aiprof.gpu.kernel_occupancy import KernelOccupancy, kernel_occupancy
+from aiprof.gpu.occupancy import Occupancy, occupancy
+from aiprof.gpu.occupancy_sweep import OccupancySweep, sweep
+
+__all__ = ["KernelOccupancy", "Occupancy", "OccupancySweep", "kernel_occupancy", "occupancy",
+           "sweep"]

@@ -1,0 +1,103 @@
+"""Theoretical occupancy for every kernel of a trace, from its launch arguments (issue item 8).
+
+Inputs are columns (one row per kernel) as a Kineto trace records them: grid and block dimensions,
+registers per thread and shared memory per block. Each distinct launch configuration is evaluated
+once with the exact model of ``aiprof.gpu.occupancy`` and broadcast back to its rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from aiprof.errors import InputError
+from aiprof.gpu.occupancy import LIMITERS, occupancy
+from aiprof.hardware import ArchLimits, GpuSpec, lookup
+
+UNKNOWN = "unknown"
+"""Limiter of rows without usable launch arguments (block size 0, AMD device, bad values)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelOccupancy:
+    """Per-kernel theoretical occupancy (arrays aligned with the input rows)."""
+
+    supported: bool
+    """False when the device has no occupancy model (e.g. AMD): every row is unknown."""
+    num_sms: int | None
+    """SM count used for the grid flag (None: unknown, flag is False everywhere)."""
+    num_blocks: NDArray[np.int64]
+    """Blocks per launch (grid x * y * z)."""
+    active_blocks_per_sm: NDArray[np.int64]
+    """Resident blocks per SM (-1: unknown)."""
+    occupancy: NDArray[np.float64]
+    """Theoretical occupancy, 0 to 1 (NaN: unknown)."""
+    limiter: NDArray[np.str_]
+    """Binding limit per kernel (see ``aiprof.gpu.occupancy.LIMITERS``) or ``unknown``."""
+    grid_below_sm_count: NDArray[np.bool_]
+    """True where the launch has fewer blocks than the GPU has SMs (some SMs idle)."""
+    waves: NDArray[np.float64]
+    """Blocks / (resident blocks per SM * SMs): full-GPU waves of the launch (NaN: unknown)."""
+
+
+def _column(values: ArrayLike, n: int, what: str) -> NDArray[np.int64]:
+    array = np.asarray(values, dtype=np.int64).reshape(-1) if np.ndim(values) else None
+    if array is None:
+        return np.full(n, int(values), dtype=np.int64)  # type: ignore[arg-type]
+    if array.shape[0] != n:
+        raise InputError(f"{what} has {array.shape[0]} rows, expected {n}")
+    return array
+
+
+def _dims(values: ArrayLike, what: str) -> NDArray[np.int64]:
+    array = np.asarray(values, dtype=np.int64)
+    if array.ndim == 1:
+        return array
+    if array.ndim == 2 and array.shape[1] in (1, 2, 3):
+        return np.prod(array, axis=1)
+    raise InputError(f"{what} must be one value per kernel or an (n, 3) array of x, y, z")
+
+
+def kernel_occupancy(
+    grid: ArrayLike,
+    block: ArrayLike,
+    registers_per_thread: ArrayLike,
+    shared_mem_bytes: ArrayLike,
+    spec: str | GpuSpec | ArchLimits,
+) -> KernelOccupancy:
+    """Occupancy, limiter and small-grid flag for each kernel row.
+
+    ``grid`` and ``block`` are either totals per kernel or (n, 3) arrays of x, y, z.
+    """
+    gpu = lookup(spec) if not isinstance(spec, ArchLimits) else GpuSpec(name=spec.name, arch=spec)
+    blocks = _dims(grid, "grid")
+    threads = _dims(block, "block")
+    n = threads.shape[0]
+    if blocks.shape[0] != n:
+        raise InputError(f"grid has {blocks.shape[0]} rows but block has {n}")
+    regs = _column(registers_per_thread, n, "registers_per_thread")
+    smem = _column(shared_mem_bytes, n, "shared_mem_bytes")
+    active = np.full(n, -1, dtype=np.int64)
+    occ = np.full(n, np.nan)
+    limiter = np.full(n, UNKNOWN, dtype=f"<U{max(len(s) for s in (*LIMITERS, UNKNOWN))}")
+    if gpu.occupancy_supported and n:
+        assert gpu.arch is not None
+        configs, inverse = np.unique(np.stack([threads, regs, smem], axis=1), axis=0,
+                                     return_inverse=True)
+        for i, (t, r, s) in enumerate(configs.tolist()):
+            rows = inverse.reshape(-1) == i
+            try:
+                result = occupancy(gpu.arch, t, r, s)
+            except InputError:
+                continue
+            active[rows], occ[rows], limiter[rows] = (result.active_blocks_per_sm,
+                                                      result.occupancy, result.limiter)
+    small = (blocks < gpu.num_sms) if gpu.num_sms else np.zeros(n, dtype=bool)
+    capacity = np.where(active > 0, active * (gpu.num_sms or 0), 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waves = np.where(capacity > 0, blocks / np.maximum(capacity, 1), np.nan)
+    return KernelOccupancy(supported=gpu.occupancy_supported, num_sms=gpu.num_sms,
+                           num_blocks=blocks, active_blocks_per_sm=active, occupancy=occ,
+                           limiter=limiter, grid_below_sm_count=small, waves=waves)

@@ -1,0 +1,45 @@
+"""Occupancy over trace columns: each row agrees with the scalar model; grid flag and waves."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aiprof.gpu import kernel_occupancy, occupancy
+
+
+def test_rows_match_the_scalar_model_and_flag_small_grids():
+    grid = np.array([[1, 1, 1], [1000, 1, 1], [64, 2, 1], [8, 8, 8]])
+    block = np.array([[256, 1, 1], [128, 1, 1], [0, 0, 0], [16, 16, 1]])
+    result = kernel_occupancy(grid, block, [32, 255, 0, 64], [8192, 0, 0, 100_000], "NVIDIA H200")
+    assert result.num_blocks.tolist() == [1, 1000, 128, 512]
+    assert result.grid_below_sm_count.tolist() == [True, False, True, False]  # 132 SMs
+    assert result.limiter[2] == "unknown" and np.isnan(result.occupancy[2])
+    for row in (0, 1, 3):
+        expected = occupancy("sm_90", int(np.prod(block[row])), [32, 255, 0, 64][row],
+                             [8192, 0, 0, 100_000][row])
+        assert result.occupancy[row] == expected.occupancy
+        assert result.limiter[row] == expected.limiter
+    # 1000 blocks, 2 per SM on 132 SMs: 1000 / 264 waves
+    assert result.waves[1] == 1000 / (2 * 132)
+
+
+def test_amd_device_gives_unknown_rows():
+    from aiprof.hardware import spec_from_device_properties
+
+    amd = spec_from_device_properties({"name": "AMD Radeon Graphics", "warpSize": 64,
+                                       "computeMajor": 9, "computeMinor": 0, "numSms": 104})
+    result = kernel_occupancy([10, 200], [256, 256], [32, 32], [0, 0], amd)
+    assert not result.supported and np.isnan(result.occupancy).all()
+    assert result.grid_below_sm_count.tolist() == [True, False]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 1024), st.integers(0, 255), st.integers(0, 150_000)),
+                min_size=1, max_size=20))
+def test_vectorized_equals_scalar(rows):
+    threads, regs, smem = (np.array(c) for c in zip(*rows, strict=True))
+    result = kernel_occupancy(np.ones(len(rows)), threads, regs, smem, "sm_80")
+    for i, (t, r, s) in enumerate(rows):
+        assert result.active_blocks_per_sm[i] == occupancy("sm_80", t, r, s).active_blocks_per_sm
