@@ -1,0 +1,74 @@
+"""GIVEN standard models WHEN analyze_model records their ops THEN the matmul, convolution and
+attention FLOPs equal torch's FlopCounterMode, forward and backward, op by op."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
+from tests.tensor import nets  # noqa: E402
+
+# CPU attention ops that FlopCounterMode has no formula for (it counts them as 0); aiprof
+# counts them with the same formula as the CUDA attention ops.
+NOT_IN_FLOP_COUNTER = {"_scaled_dot_product_flash_attention_for_cpu",
+                       "_scaled_dot_product_flash_attention_for_cpu_backward"}
+
+
+def _compare(model, inputs, backward: bool) -> tuple[Counter, Counter]:
+    torch.manual_seed(0)
+    with FlopCounterMode(display=False) as counter:
+        analysis = analyze_model(model, inputs, backward=backward)
+    theirs = Counter({str(k).removeprefix("aten."): v
+                      for k, v in counter.get_flop_counts()["Global"].items()})
+    ours: Counter = Counter()
+    for record in analysis.ops:
+        if record.cost.family in ("matmul", "convolution", "attention"):
+            ours[record.op] += record.cost.flops
+    return ours, theirs
+
+
+def _assert_equal(ours: Counter, theirs: Counter) -> None:
+    assert theirs, "FlopCounterMode counted nothing: the comparison would be empty"
+    for op, flops in theirs.items():
+        assert ours[op] == flops, op
+    extra = {op for op in ours if op not in theirs and ours[op]}
+    assert extra <= NOT_IN_FLOP_COUNTER
+
+
+@pytest.mark.parametrize("factory", [nets.resnet18, nets.resnet50], ids=["resnet18", "resnet50"])
+@pytest.mark.parametrize("backward", [False, True], ids=["fwd", "fwd+bwd"])
+def test_resnets_match_flop_counter(factory, backward) -> None:
+    model = factory()
+    ours, theirs = _compare(model, (torch.randn(2, 3, 64, 64),), backward)
+    _assert_equal(ours, theirs)
+    assert "convolution" in theirs
+    if backward:
+        assert "convolution_backward" in theirs
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("backward", [False, True], ids=["fwd", "fwd+bwd"])
+def test_transformers_match_flop_counter(name, attn, backward) -> None:
+    pytest.importorskip("transformers")
+    model = getattr(nets, name)(attn)
+    ids = torch.randint(0, 1000, (2, 32))
+    ours, theirs = _compare(model, (ids,), backward)
+    _assert_equal(ours, theirs)
+
+
+def test_cpu_attention_counted_with_the_sdpa_formula() -> None:
+    q = torch.randn(2, 4, 16, 8)
+    k = torch.randn(2, 4, 24, 8)
+    v = torch.randn(2, 4, 24, 8)
+    fn = torch.nn.functional.scaled_dot_product_attention
+    analysis = analyze_model(lambda a, b, c: fn(a, b, c), (q, k, v))
+    attention = [r for r in analysis.ops if r.cost.family == "attention"]
+    assert len(attention) == 1
+    # two batched matmuls: [16x8]@[8x24] and [16x24]@[24x8], for 2x4 heads
+    assert attention[0].cost.flops == 2 * 8 * (16 * 24 * 8) * 2
