@@ -1,0 +1,249 @@
+"""One capture: torch.profiler, step detection, NVML sampling and output, into one run record.
+
+Used by ``aiprof run`` (the script runs in-process under it) and by ``aiprof.profile``.
+torch is imported only when a session starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiprof.capture import environment, nvml
+from aiprof.capture.options import CaptureOptions
+from aiprof.capture.sampler import Clock, NvmlSampler, SamplerOptions, SystemClock
+from aiprof.capture.steps import (
+    StepPolicy,
+    install_function_hook,
+    install_optimizer_hook,
+    install_record_function_hook,
+)
+from aiprof.capture.tee import OutputTee
+from aiprof.errors import MissingDependencyError
+from aiprof.runrecord import SAMPLES_FILE, RunMeta, stdout_file_name, trace_file_name, write_meta
+
+
+def import_torch() -> Any:
+    """Import torch or raise the one-line error every capture path gives without it."""
+    try:
+        import torch
+        import torch.profiler  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError(
+            "capture needs PyTorch: pip install 'aiprof[torch]' (analysis commands work without it)"
+        ) from None
+    return torch
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How the profiled code ended."""
+
+    ended: str = "completed"
+    """completed, exit, exception, interrupted or terminated."""
+    exit_code: int = 0
+    error: str = ""
+
+
+@dataclass(kw_only=True)
+class RankInfo:
+    """Where this process sits in a torchrun job (from RANK, WORLD_SIZE, LOCAL_RANK)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @staticmethod
+    def from_env(environ: Mapping[str, str]) -> RankInfo:
+        return RankInfo(rank=int(environ.get("RANK", "0")),
+                        world_size=int(environ.get("WORLD_SIZE", "1")),
+                        local_rank=int(environ.get("LOCAL_RANK", "0")))
+
+
+@dataclass
+class _State:
+    num_steps: int = 0
+    recording: bool = False
+    trace_written: bool = False
+    notes: list[str] = field(default_factory=list)
+    uninstallers: list[Callable[[], None]] = field(default_factory=list)
+
+
+class CaptureSession:
+    """Profiles the current process into ``run_dir`` between ``start()`` and ``stop()``."""
+
+    def __init__(self, run_dir: Path, options: CaptureOptions, *, name: str,
+                 command: Sequence[str] = (), environ: Mapping[str, str] | None = None,
+                 clock: Clock | None = None, nvml_module: Any | None = None) -> None:
+        self.run_dir = run_dir
+        self.options = options
+        self.name = name
+        self.command = tuple(command)
+        self.environ = dict(os.environ if environ is None else environ)
+        self.ranks = RankInfo.from_env(self.environ)
+        self.clock = clock or SystemClock()
+        self._nvml_module = nvml_module
+        self._policy = StepPolicy(options.steps_from)
+        self._state = _State()
+        self._profiler: Any = None
+        self._sampler: NvmlSampler | None = None
+        self._nvml: nvml.NvmlHandle | None = None
+        self._nvml_versions: dict[str, str] = {}
+        self._nvml_specs: tuple[dict[str, Any], ...] = ()
+        self._tee: OutputTee | None = None
+        self._start_ns = 0
+
+    @property
+    def trace_path(self) -> Path:
+        return self.run_dir / trace_file_name(self.ranks.rank)
+
+    # -- start ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start sampling, output capture, step hooks and (unless delayed) the profiler."""
+        torch = import_torch()
+        self._start_ns = self.clock.time_ns()
+        try:
+            self._tee = OutputTee(self.run_dir / stdout_file_name(self.ranks.rank))
+            self._start_sampler()
+            self._profiler = self._make_profiler(torch)
+            self._install_step_hooks()
+            if not self.options.duration_mode or self.options.delay_s == 0:
+                self.begin_recording()
+        except BaseException:
+            self._teardown()
+            raise
+
+    def _start_sampler(self) -> None:
+        if self.ranks.local_rank != 0 and self.ranks.rank != 0:
+            return
+        status = nvml.open_nvml(self._nvml_module)
+        self._state.notes.append(status.note)
+        self._nvml = status.handle
+        if status.handle is None:
+            return
+        self._nvml_versions = nvml.driver_versions(status.handle)
+        self._nvml_specs = nvml.device_specs(status.handle)
+        if self.ranks.local_rank != 0 or not self.options.sample_gpus:
+            return
+        name = SAMPLES_FILE if self.ranks.rank == 0 else f"gpu_samples.rank{self.ranks.rank}.csv"
+        options = SamplerOptions(rate_hz=self.options.sample_rate_hz)
+        self._sampler = NvmlSampler(status.handle, self.run_dir / name, options, self.clock)
+        self._sampler.start()
+
+    def _make_profiler(self, torch: Any) -> Any:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        schedule = None
+        if not self.options.duration_mode:
+            schedule = torch.profiler.schedule(
+                skip_first=self.options.skip_steps, wait=0, warmup=self.options.warmup_steps,
+                active=self.options.active_steps, repeat=1)
+        return torch.profiler.profile(
+            activities=activities, schedule=schedule, on_trace_ready=self._export,
+            record_shapes=self.options.record_shapes, profile_memory=self.options.profile_memory,
+            with_stack=self.options.with_stack)
+
+    def _export(self, profiler: Any) -> None:
+        profiler.export_chrome_trace(str(self.trace_path))
+        self._state.trace_written = True
+
+    def _install_step_hooks(self) -> None:
+        uninstallers = self._state.uninstallers
+        if self.options.steps_from:
+            named = self.options.steps_from
+            uninstallers.append(install_record_function_hook(named, lambda: self.step("named")))
+            uninstallers.append(install_function_hook(named, lambda: self.step("named")))
+        else:
+            uninstallers.append(install_optimizer_hook(lambda opt: self.step("optimizer", opt)))
+
+    # -- during the run --------------------------------------------------------------------
+    @property
+    def recording(self) -> bool:
+        """True while the profiler is started."""
+        return self._state.recording
+
+    @property
+    def num_steps(self) -> int:
+        """Step boundaries counted so far."""
+        return self._state.num_steps
+
+    def begin_recording(self) -> None:
+        """Start the profiler (at start, or when ``--delay`` has passed in duration mode)."""
+        if self._profiler is not None and not self._state.recording:
+            self._profiler.start()
+            self._state.recording = True
+
+    def end_recording(self) -> None:
+        """Stop the profiler; it writes this rank's trace if anything was recorded."""
+        if self._state.recording:
+            self._state.recording = False
+            self._profiler.stop()
+
+    def step(self, source: str = "user", optimizer: object | None = None) -> None:
+        """One step boundary from ``source`` (optimizer, user or named)."""
+        if not self._policy.accept(source, optimizer):
+            return
+        self._state.num_steps += 1
+        if self._state.recording:
+            self._profiler.step()
+
+    # -- stop ------------------------------------------------------------------------------
+    def stop(self, outcome: Outcome) -> RunMeta:
+        """Finish: write the trace, samples and (rank 0) ``meta.json``; never raises for I/O."""
+        self._teardown()
+        meta = self._meta(outcome)
+        if self.ranks.rank == 0:
+            write_meta(self.run_dir, meta)
+        return meta
+
+    def _teardown(self) -> None:
+        for uninstall in reversed(self._state.uninstallers):
+            uninstall()
+        self._state.uninstallers.clear()
+        try:
+            self.end_recording()
+        except Exception as error:  # a failed export must still leave meta.json
+            self._state.notes.append(f"trace export failed: {error}")
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._state.notes.extend(self._sampler.errors)
+        nvml.close_nvml(self._nvml)
+        self._nvml = None
+        if self._tee is not None:
+            self._tee.close()
+            self._tee = None
+
+    def _meta(self, outcome: Outcome) -> RunMeta:
+        versions = {**environment.torch_versions(), **self._nvml_versions}
+        notes = list(self._state.notes)
+        if not self._state.trace_written:
+            notes.append(self._no_trace_note())
+        gpus = environment.merge_gpu_specs(environment.torch_gpu_specs(), self._nvml_specs)
+        return RunMeta(
+            name=self.name, command=self.command, start_unix_ns=self._start_ns,
+            end_unix_ns=self.clock.time_ns(), ended=outcome.ended, exit_code=outcome.exit_code,
+            error=outcome.error, hostname=environment.hostname(),
+            world_size=self.ranks.world_size, versions=versions, gpus=gpus,
+            env=environment.relevant_environment(self.environ),
+            capture=self._capture_settings(),
+            samples={"source": "nvml" if self._sampler else "none",
+                     "rate_hz": self.options.sample_rate_hz if self._sampler else 0.0,
+                     "num_samples": self._sampler.num_samples if self._sampler else 0},
+            notes=tuple(notes))
+
+    def _capture_settings(self) -> dict[str, Any]:
+        settings = self.options.as_dict()
+        settings.update(num_steps_seen=self._state.num_steps, step_source=self._policy.source,
+                        trace_written=self._state.trace_written)
+        return settings
+
+    def _no_trace_note(self) -> str:
+        if self.options.duration_mode:
+            return "no trace: the script ended before --delay had passed"
+        needed = self.options.skip_steps + self.options.warmup_steps
+        return (f"no trace: {self._state.num_steps} step(s) seen, the active window starts after "
+                f"{needed}; lower --skip/--warmup, or use --duration for scripts without steps")
