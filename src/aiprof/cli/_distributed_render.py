@@ -146,3 +146,97 @@ def render_compression(rows: list[Any], bandwidth_gbps: float | None) -> None:
             cells.append("yes" if bandwidth_gbps < r.breakeven_gbps else "no")
         table.add_row(*cells)
     _print(table)
+
+
+def _ms(value_us: float) -> str:
+    return f"{value_us / 1000:,.2f}"
+
+
+def render_distributed(report: Any, show_steps: bool = False) -> None:
+    """Ranks, collectives, stragglers and notes of a DistributedReport."""
+    head = (
+        f"{report.num_ranks} of {report.world_size} ranks, {report.backend}, collectives from "
+        f"{report.collective_source}; compute imbalance {report.compute_imbalance_pct:.1f}%"
+    )
+    ranks = Table(title=head)
+    for column in (
+        "rank",
+        "steps",
+        "step (ms)",
+        "compute (ms)",
+        "comm (ms)",
+        "overlap (%)",
+        "exposed comm (ms)",
+        "waiting (ms)",
+        "others wait for it (ms)",
+    ):
+        ranks.add_column(column, justify="right")
+    for r in report.ranks:
+        ranks.add_row(
+            str(r.rank),
+            str(r.num_steps),
+            _ms(r.step_time_us),
+            _ms(r.compute_us_per_step),
+            _ms(r.comm_us_per_step),
+            f"{r.overlap_pct:.1f}",
+            _ms(r.exposed_comm_us_per_step),
+            _ms(r.wait_us_per_step),
+            _ms(r.caused_wait_us_per_step),
+        )
+    _print(ranks)
+    table = Table(title="collectives")
+    for column in (
+        "rank",
+        "collective",
+        "calls",
+        "bytes",
+        "time (ms)",
+        "mean (µs)",
+        "busbw (GB/s)",
+        "algorithm",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("collective", "algorithm") else "right"
+        )
+    for c in report.collectives:
+        table.add_row(
+            str(c.rank),
+            c.collective,
+            str(c.num_calls),
+            format_bytes(c.total_bytes),
+            _ms(c.total_time_us),
+            f"{c.mean_time_us:,.1f}",
+            f"{c.busbw_gbps:.2f}",
+            ", ".join(c.algorithms),
+        )
+    _print(table)
+    if show_steps:
+        _render_steps(report)
+    console = Console(soft_wrap=True)
+    for s in report.stragglers:
+        console.print(
+            f"straggler: rank {s.rank} ({s.reason}): the others wait "
+            f"{_ms(s.others_wait_us_per_step)} ms per step ({s.others_wait_pct_of_step:.1f}% "
+            f"of the step); it arrives last in {s.last_arrival_share_pct:.0f}% of collectives"
+        )
+    if not report.stragglers and report.num_ranks > 1:
+        console.print("no straggler: no rank makes the others wait")
+    for note in report.notes:
+        console.print(f"note: {note}")
+
+
+def _render_steps(report: Any) -> None:
+    table = Table(title="steps")
+    for column in ("rank", "step", "time (ms)", "compute (ms)", "comm (ms)", "exposed comm (ms)"):
+        table.add_column(column, justify="right")
+    for r in report.ranks:
+        for s in r.steps:
+            table.add_row(
+                str(r.rank),
+                str(s.step),
+                _ms(s.step_time_us),
+                _ms(s.compute_us),
+                _ms(s.comm_us),
+                _ms(s.exposed_comm_us),
+            )
+    _print(table)

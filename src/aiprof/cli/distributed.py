@@ -1,0 +1,56 @@
+"""``aiprof distributed``: collectives, overlap, stragglers and imbalance of a multi-rank run."""
+
+from __future__ import annotations
+
+import argparse
+
+from aiprof.cli._command import Command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "traces", nargs="+", help="a run directory, a directory of per-rank traces, or trace files"
+    )
+    parser.add_argument("--step-annotation", help="annotation name that marks a step")
+    parser.add_argument(
+        "--straggler-wait-pct",
+        type=float,
+        default=15.0,
+        help="others must wait this %% of a step for a rank to be a straggler",
+    )
+    parser.add_argument(
+        "--compute-tolerance-pct",
+        type=float,
+        default=10.0,
+        help="compute per step above the others' median by this %% is an outlier",
+    )
+    parser.add_argument("--steps", action="store_true", help="also print every step of every rank")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiprof.distributed.analysis import DistributedOptions, analyze_distributed
+    from aiprof.report.jsonout import dumps
+    from aiprof.trace import load_traces
+
+    traces = load_traces(args.traces, step_annotation=args.step_annotation)
+    options = DistributedOptions(
+        straggler_wait_pct=args.straggler_wait_pct, compute_tolerance_pct=args.compute_tolerance_pct
+    )
+    report = analyze_distributed(traces, options)
+    if args.json:
+        print(dumps(report))
+        return 0
+    from aiprof.cli._distributed_render import render_distributed
+
+    render_distributed(report, show_steps=args.steps)
+    return 0
+
+
+COMMAND = Command(
+    name="distributed",
+    help="multi-rank analysis: collectives, overlap, stragglers",
+    add_arguments=add_arguments,
+    run=run,
+    order=61,
+)

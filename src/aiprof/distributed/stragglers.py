@@ -1,0 +1,83 @@
+"""Stragglers and load imbalance across ranks.
+
+A collective ends on every rank at about the same moment, when the last rank has arrived; the
+time a rank spends in it beyond the shortest rank's time is waiting for that last rank. For the
+i-th call of each collective kind (matched across ranks by order), wait(r, i) = dur(r, i) −
+min over ranks of dur(·, i), and the rank with the shortest duration is the late arriver the
+others waited for. This needs no clock alignment between ranks.
+Load imbalance is λ = (max/mean − 1)·100% of per-rank compute per step (Pearce et al.,
+"Quantifying the effectiveness of load balance algorithms", ICS 2012).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiprof.distributed.commtrace import CollectiveCalls
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitResult:
+    """Waiting in collectives, per rank (index = position in the input list)."""
+
+    num_matched_calls: int
+    wait_us: list[float]
+    """Total time each rank waited in collectives for a later rank."""
+    caused_us: list[float]
+    """Total wait of the other ranks attributed to each rank (it arrived last)."""
+    last_arrival_share_pct: list[float]
+    """Share of matched calls in which this rank arrived last."""
+
+
+def collective_waits(calls: list[CollectiveCalls]) -> WaitResult:
+    """Match calls by (kind, order) across ranks and split their durations into wait and work."""
+    n = len(calls)
+    wait, caused, last = np.zeros(n), np.zeros(n), np.zeros(n)
+    matched = 0
+    kinds = sorted({k for c in calls for k in c.kind})
+    for kind in kinds:
+        durations = [c.dur_us[[i for i, k in enumerate(c.kind) if k == kind]] for c in calls]
+        count = min(len(d) for d in durations)
+        if count == 0 or n < 2:
+            continue
+        table = np.stack([d[:count] for d in durations])  # ranks × calls
+        shortest = table.min(axis=0)
+        late = table.argmin(axis=0)
+        waits = table - shortest
+        wait += waits.sum(axis=1)
+        for j in range(count):
+            caused[late[j]] += waits[:, j].sum()
+            last[late[j]] += 1
+        matched += count
+    share = (100.0 * last / matched).tolist() if matched else [float("nan")] * n
+    return WaitResult(
+        num_matched_calls=matched,
+        wait_us=wait.tolist(),
+        caused_us=caused.tolist(),
+        last_arrival_share_pct=share,
+    )
+
+
+def imbalance_pct(values: list[float]) -> float:
+    """λ = (max/mean − 1)·100; 0 for one rank or all zero."""
+    arr = np.asarray(values, dtype=float)
+    if len(arr) < 2 or arr.mean() <= 0:
+        return 0.0
+    return float((arr.max() / arr.mean() - 1.0) * 100.0)
+
+
+def compute_outliers(compute_us_per_step: list[float], tolerance_pct: float) -> list[int]:
+    """Positions whose compute per step exceeds the median of the others by more than tolerance."""
+    arr = np.asarray(compute_us_per_step, dtype=float)
+    out = []
+    for i, value in enumerate(arr):
+        others = np.delete(arr, i)
+        if (
+            len(others)
+            and np.median(others) > 0
+            and value > np.median(others) * (1 + tolerance_pct / 100)
+        ):
+            out.append(i)
+    return out
