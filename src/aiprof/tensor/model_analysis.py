@@ -88,7 +88,7 @@ def _run(model: Any, inputs: tuple[Any, ...], backward: bool) -> None:
     try:
         output = model(*inputs)
         if backward:
-            _first_tensor(output).float().sum().backward()
+            _first_tensor(output).sum().backward()
     except InputError:
         raise
     except Exception as error:  # the user's model: any failure is reported, in one line

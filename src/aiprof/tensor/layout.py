@@ -1,0 +1,144 @@
+"""Layout lint: half-precision convolutions on NCHW tensors, and copies of permuted tensors.
+
+Why: tensor-core convolutions in cuDNN work on NHWC; an NCHW fp16/bf16 convolution pays
+NCHW<->NHWC transposes around the kernel (NVIDIA Deep Learning Performance Guide,
+"Convolutional Layers User's Guide", section "Tensor Layouts In Memory: NCHW vs NHWC").
+A layout conversion reads and writes the whole tensor once (the chapter's "O(tensor_size)
+memory reads and writes"), so its predicted time is ``2 · bytes / memory bandwidth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aiprof.tensor.ceilings_model import Ceilings
+from aiprof.tensor.opcall import OpCall, TensorMeta
+from aiprof.tensor.opcost import unique_bytes
+
+HALF_DTYPES = frozenset({"float16", "bfloat16"})
+CONV_OPS = frozenset(
+    {"convolution", "_convolution", "conv2d", "cudnn_convolution", "convolution_backward"}
+)
+COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy"})
+
+
+@dataclass(frozen=True)
+class LayoutFinding:
+    """One op whose data layout costs time."""
+
+    index: int
+    """Position of the op in the recorded sequence."""
+    kind: str
+    """``nchw_half_conv`` or ``strided_copy``."""
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    converted_bytes: int
+    """Bytes a conversion (or the copy) reads plus writes."""
+    predicted_us: float | None
+    """Conversion time at the target's memory bandwidth (None without a target)."""
+    measured_us: float | None
+    """Measured time of the copy (strided copies), when known."""
+    fix: str
+
+
+@dataclass(frozen=True)
+class LayoutReport:
+    """All layout findings of a sequence of ops."""
+
+    num_convs_checked: int
+    findings: tuple[LayoutFinding, ...]
+    predicted_total_us: float | None
+    measured_total_us: float | None
+
+
+def lint_layout(
+    calls: Sequence[OpCall],
+    ceilings: Ceilings | None = None,
+    measured_us: Sequence[float | None] | None = None,
+) -> LayoutReport:
+    """Flag NCHW half-precision convolutions and copies that materialize permuted tensors."""
+    findings: list[LayoutFinding] = []
+    num_convs = 0
+    for index, call in enumerate(calls):
+        time_us = measured_us[index] if measured_us is not None else None
+        if call.op in CONV_OPS:
+            num_convs += 1
+            finding = _conv_finding(index, call, ceilings)
+        elif call.op in COPY_OPS:
+            finding = _copy_finding(index, call, ceilings, time_us)
+        else:
+            finding = None
+        if finding is not None:
+            findings.append(finding)
+    predicted = [f.predicted_us for f in findings if f.predicted_us is not None]
+    measured = [f.measured_us for f in findings if f.measured_us is not None]
+    return LayoutReport(
+        num_convs_checked=num_convs,
+        findings=tuple(findings),
+        predicted_total_us=sum(predicted) if ceilings is not None else None,
+        measured_total_us=sum(measured) if measured else None,
+    )
+
+
+def _conv_finding(index: int, call: OpCall, ceilings: Ceilings | None) -> LayoutFinding | None:
+    x_pos = 1 if call.op == "convolution_backward" else 0
+    x = call.tensor(x_pos)
+    if x is None or len(x.shape) != 4 or x.dtype not in HALF_DTYPES:
+        return None
+    if x.is_channels_last or x.strides is None or x.shape[1] == 1:
+        return None
+    moved = [x] + list(call.outputs[:1] if call.outputs else [])
+    nbytes = 2 * sum(unique_bytes(t) for t in moved)
+    return LayoutFinding(
+        index=index,
+        kind="nchw_half_conv",
+        op=call.op,
+        shape=x.shape,
+        dtype=x.dtype,
+        converted_bytes=nbytes,
+        predicted_us=_at_bandwidth(nbytes, ceilings),
+        measured_us=None,
+        fix="model = model.to(memory_format=torch.channels_last) and the same for the input",
+    )
+
+
+def _copy_finding(
+    index: int, call: OpCall, ceilings: Ceilings | None, time_us: float | None
+) -> LayoutFinding | None:
+    src_pos = 1 if call.op == "copy_" else 0
+    src = call.tensor(src_pos)
+    if src is None or not _is_permuted(src):
+        return None
+    if call.outputs and not call.outputs[0].is_contiguous:
+        return None  # the copy keeps the permuted layout: nothing is materialized
+    nbytes = 2 * unique_bytes(src)
+    return LayoutFinding(
+        index=index,
+        kind="strided_copy",
+        op=call.op,
+        shape=src.shape,
+        dtype=src.dtype,
+        converted_bytes=nbytes,
+        predicted_us=_at_bandwidth(nbytes, ceilings),
+        measured_us=time_us,
+        fix="keep the producer's layout (avoid permute/transpose + contiguous), or fuse the copy",
+    )
+
+
+def _is_permuted(tensor: TensorMeta) -> bool:
+    """Dense but not row-major: a permute or transpose of a contiguous tensor."""
+    if tensor.strides is None or tensor.is_contiguous or len(tensor.shape) < 2:
+        return False
+    dims = [(st, size) for st, size in zip(tensor.strides, tensor.shape, strict=True) if size > 1]
+    expected = 1
+    for stride, size in sorted(dims):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _at_bandwidth(nbytes: int, ceilings: Ceilings | None) -> float | None:
+    return nbytes / ceilings.memory_bytes_per_s * 1e6 if ceilings is not None else None
