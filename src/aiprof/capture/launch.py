@@ -29,7 +29,7 @@ def torchrun_argv(nproc: int, run_dir: Path, capture_flags: Sequence[str],
 def launch(nproc: int, run_dir: Path, capture_flags: Sequence[str], command: Sequence[str],
            *, name: str) -> int:
     """Run torchrun to completion; return its exit status (SIGINT/SIGTERM are passed on)."""
-    env = {**os.environ, RUN_DIR_ENV: str(run_dir)}
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir), "AIPROF_LAUNCHED": "1"}
     start_ns = time.time_ns()
     process = subprocess.Popen(torchrun_argv(nproc, run_dir, capture_flags, command), env=env)
 

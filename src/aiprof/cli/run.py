@@ -10,6 +10,9 @@ from pathlib import Path
 
 from aiprof.cli._command import Command
 
+LAUNCHED_ENV = "AIPROF_LAUNCHED"
+"""Set by ``aiprof run --nproc`` in its ranks' environment."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("where the record goes")
@@ -38,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=int, metavar="N",
                         help="start torchrun with N local ranks, each captured")
     parser.add_argument("--json", action="store_true", help="print the record's meta as JSON")
-    parser.add_argument("command", nargs=argparse.REMAINDER,
-                        help="-- python script.py args  (or -- python -m module args)")
+    parser.add_argument("script", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                        help="python script.py args (or python -m module args)")
 
 
 def capture_options(args: argparse.Namespace) -> object:
@@ -79,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.capture.session import CaptureSession, RankInfo, import_torch
     from aiprof.errors import InputError
 
-    target = parse_target(args.command)
+    words = args.script[1:] if args.script[:1] == ["--"] else args.script
+    target = parse_target(words)
     import_torch()
     options = capture_options(args)
     name = args.name or target.stem
@@ -91,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
         run_dir = Path(args.run_dir) if args.run_dir else rundir.new_run_dir(
             Path(args.out), name, time.time())
-        status = launch(args.nproc, run_dir, forwarded_flags(args), args.command, name=name)
+        status = launch(args.nproc, run_dir, forwarded_flags(args), words, name=name)
         rundir.update_latest(run_dir.resolve())
         _report(run_dir, args.json)
         return status
@@ -109,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     if RankInfo.from_env(environ).rank == 0:
         rundir.update_latest(run_dir.resolve())
         rundir.release_claims(Path(args.out), environ)
-        _report(run_dir, args.json)
+        if not environ.get(LAUNCHED_ENV):  # under --nproc the parent reports
+            _report(run_dir, args.json)
     return outcome.exit_code
 
 
