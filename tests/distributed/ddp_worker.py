@@ -42,6 +42,21 @@ def small_resnet(channels: int = 32, blocks: int = 2, classes: int = 10) -> nn.M
     )
 
 
+def _step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: torch.Tensor,
+    target: torch.Tensor,
+    rank: int,
+    args: argparse.Namespace,
+) -> None:
+    if rank == args.sleep_rank:
+        time.sleep(args.sleep_ms / 1000)
+    optimizer.zero_grad(set_to_none=True)
+    nn.functional.cross_entropy(model(data), target).backward()
+    optimizer.step()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -50,6 +65,11 @@ def main() -> None:
     parser.add_argument("--image", type=int, default=32)
     parser.add_argument("--sleep-rank", type=int, default=-1)
     parser.add_argument("--sleep-ms", type=float, default=0.0)
+    parser.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="no torch.profiler here (when run under 'aiprof run --nproc')",
+    )
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -65,6 +85,11 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     data = torch.randn(args.batch, 3, args.image, args.image, device=device)
     target = torch.randint(0, 10, (args.batch,), device=device)
+    if args.no_profile:
+        for _ in range(args.steps):
+            _step(model, optimizer, data, target, rank, args)
+        dist.destroy_process_group()
+        return
     activities = [torch.profiler.ProfilerActivity.CPU]
     if cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -74,11 +99,7 @@ def main() -> None:
         activities=activities, schedule=schedule, record_shapes=True
     ) as prof:
         for _ in range(args.steps):
-            if rank == args.sleep_rank:
-                time.sleep(args.sleep_ms / 1000)
-            optimizer.zero_grad(set_to_none=True)
-            nn.functional.cross_entropy(model(data), target).backward()
-            optimizer.step()
+            _step(model, optimizer, data, target, rank, args)
             prof.step()
     prof.export_chrome_trace(str(args.out / f"rank{rank}.trace.json.gz"))
     dist.barrier()

@@ -240,3 +240,34 @@ def _render_steps(report: Any) -> None:
                 _ms(s.exposed_comm_us),
             )
     _print(table)
+
+
+def render_scaling(report: Any) -> None:
+    """One row per rank count."""
+    i = report.inputs
+    table = Table(
+        title=(
+            f"DDP scaling: base step {_ms(i.base_step_us)} ms, backward "
+            f"{_ms(i.backward_us)} ms, {format_bytes(i.grad_bytes)} of gradients "
+            f"({i.grad_bytes_source}), link {report.link.name}"
+        )
+    )
+    for column in (
+        "ranks",
+        "all-reduce (ms)",
+        "exposed (ms)",
+        "step (ms)",
+        "efficiency (%)",
+        "speed-up",
+    ):
+        table.add_column(column, justify="right")
+    for p in report.points:
+        table.add_row(
+            str(p.num_ranks),
+            _ms(p.comm_us),
+            _ms(p.exposed_comm_us),
+            _ms(p.step_time_us),
+            f"{p.efficiency_pct:.1f}",
+            f"{p.speedup:.2f}",
+        )
+    _print(table)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiprof.distributed import intervals as iv
 from aiprof.distributed.commtrace import CollectiveCalls
 
 
@@ -32,25 +33,38 @@ class WaitResult:
 
 
 def collective_waits(calls: list[CollectiveCalls]) -> WaitResult:
-    """Match calls by (kind, order) across ranks and split their durations into wait and work."""
+    """Match calls by (kind, order) across ranks and split their durations into wait and work.
+
+    The wait of a call is its first ``wait`` microseconds; waits of calls that run at the same
+    time (several async collectives queued together) are merged, not added.
+    """
     n = len(calls)
-    wait, caused, last = np.zeros(n), np.zeros(n), np.zeros(n)
+    spans: list[list[tuple[float, float, int]]] = [[] for _ in range(n)]  # (start, end, late rank)
+    last = np.zeros(n)
     matched = 0
-    kinds = sorted({k for c in calls for k in c.kind})
-    for kind in kinds:
-        durations = [c.dur_us[[i for i, k in enumerate(c.kind) if k == kind]] for c in calls]
-        count = min(len(d) for d in durations)
+    for kind in sorted({k for c in calls for k in c.kind}):
+        rows = [
+            np.array([i for i, k in enumerate(c.kind) if k == kind], dtype=np.int64) for c in calls
+        ]
+        count = min(len(r) for r in rows)
         if count == 0 or n < 2:
             continue
-        table = np.stack([d[:count] for d in durations])  # ranks × calls
-        shortest = table.min(axis=0)
+        table = np.stack([c.dur_us[r[:count]] for c, r in zip(calls, rows, strict=True)])
         late = table.argmin(axis=0)
-        waits = table - shortest
-        wait += waits.sum(axis=1)
-        for j in range(count):
-            caused[late[j]] += waits[:, j].sum()
-            last[late[j]] += 1
+        waits = table - table.min(axis=0)
+        for rank, (c, r) in enumerate(zip(calls, rows, strict=True)):
+            starts = c.ts_us[r[:count]]
+            spans[rank].extend(zip(starts, starts + waits[rank], late, strict=True))
+        np.add.at(last, late, 1)
         matched += count
+    wait, caused = np.zeros(n), np.zeros(n)
+    for rank, items in enumerate(spans):
+        arr = np.array(items, dtype=float).reshape(-1, 3)
+        wait[rank] = iv.total(arr[:, 0], arr[:, 1])
+        for culprit in range(n):
+            if culprit != rank:
+                mine = arr[arr[:, 2] == culprit]
+                caused[culprit] += iv.total(mine[:, 0], mine[:, 1])
     share = (100.0 * last / matched).tolist() if matched else [float("nan")] * n
     return WaitResult(
         num_matched_calls=matched,

@@ -1,0 +1,74 @@
+"""``aiprof scaling``: predict data-parallel step time and efficiency at N ranks from one trace."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from aiprof.cli._command import Command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "trace", help="a trace of one rank (file, or a run directory: rank 0 is used)"
+    )
+    parser.add_argument("--ranks", default="2-64", help="rank counts: '2,4,8' or '2-64' (default)")
+    parser.add_argument(
+        "--params", type=float, help="parameters (else: the trace's all-reduce bytes)"
+    )
+    parser.add_argument("--grad-bytes", type=int, default=4, help="bytes per gradient (default 4)")
+    parser.add_argument(
+        "--backward-share",
+        type=float,
+        default=2 / 3,
+        help="share of compute that is backward (default 2/3)",
+    )
+    parser.add_argument(
+        "--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (default 25)"
+    )
+    parser.add_argument("--link", default="nvlink", help="link preset (default nvlink)")
+    parser.add_argument(
+        "--from-bench", type=Path, help="α/β fitted by 'aiprof comm bench --output'"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiprof.cli.comm import _measured_link
+    from aiprof.distributed.links import link_preset
+    from aiprof.distributed.scaling import inputs_from_trace, parse_ranks, predict_scaling
+    from aiprof.report.jsonout import dumps
+    from aiprof.trace import load_traces
+
+    trace = load_traces(args.trace)[0]
+    inputs = inputs_from_trace(
+        trace,
+        params=args.params,
+        grad_elem_bytes=args.grad_bytes,
+        backward_share=args.backward_share,
+    )
+    measured = args.from_bench is not None
+    link = _measured_link(args.from_bench, "allreduce") if measured else link_preset(args.link)
+    report = predict_scaling(
+        inputs,
+        parse_ranks(args.ranks),
+        link,
+        bucket_bytes=int(args.bucket_mb * 1024 * 1024),
+        ring_only=measured,
+    )
+    if args.json:
+        print(dumps(report))
+        return 0
+    from aiprof.cli._distributed_render import render_scaling
+
+    render_scaling(report)
+    return 0
+
+
+COMMAND = Command(
+    name="scaling",
+    help="data-parallel what-if: step time and efficiency at N ranks",
+    add_arguments=add_arguments,
+    run=run,
+    order=65,
+)
