@@ -1,10 +1,13 @@
-"""aiprof's exceptions. Library code raises these; only ``aiprof.cli.main`` turns them into exit codes."""
+"""aiprof's exceptions.
+
+Library code raises these; only ``aiprof.cli.main`` turns them into exit codes.
+"""
 
 from __future__ import annotations
 
 
 class AiprofError(Exception):
-    """Base class: a problem with the user's input or environment, reported in one line, exit code 2."""
+    """A problem with the user's input or environment: one line on stderr, exit code 2."""
 
 
 class InputError(AiprofError, ValueError):

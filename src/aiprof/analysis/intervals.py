@@ -1,0 +1,73 @@
+"""Interval arithmetic on numpy arrays: unions, lengths, intersections, differences.
+
+An interval set is a pair ``(starts, ends)`` of float64 arrays. ``union`` returns it
+sorted and disjoint; the other functions take such normalized sets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Intervals = tuple[np.ndarray, np.ndarray]
+EMPTY: Intervals = (np.zeros(0), np.zeros(0))
+
+
+def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """Merge possibly overlapping intervals into sorted disjoint ones (empty ones dropped)."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return EMPTY
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    new_group = np.empty(len(starts), dtype=bool)
+    new_group[0] = True
+    new_group[1:] = starts[1:] > reach[:-1]
+    group_starts = np.flatnonzero(new_group)
+    group_ends = np.append(group_starts[1:], len(starts)) - 1
+    return starts[group_starts], reach[group_ends]
+
+
+def union_all(*sets: Intervals) -> Intervals:
+    if not sets:
+        return EMPTY
+    return union(np.concatenate([s for s, _ in sets]), np.concatenate([e for _, e in sets]))
+
+
+def length(intervals: Intervals) -> float:
+    starts, ends = intervals
+    return float(np.sum(ends - starts))
+
+
+def intersect(a: Intervals, b: Intervals) -> Intervals:
+    """Intersection of two normalized interval sets."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return EMPTY
+    # every pair (i, j) that overlaps: for each a-interval, the b-intervals in its span
+    first = np.searchsorted(b[1], a[0], side="right")
+    last = np.searchsorted(b[0], a[1], side="left")
+    counts = np.maximum(last - first, 0)
+    if counts.sum() == 0:
+        return EMPTY
+    a_index = np.repeat(np.arange(len(a[0])), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    b_index = np.repeat(first, counts) + offsets
+    starts = np.maximum(a[0][a_index], b[0][b_index])
+    ends = np.minimum(a[1][a_index], b[1][b_index])
+    keep = ends > starts
+    return starts[keep], ends[keep]
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    """The parts of ``a`` not covered by ``b`` (both normalized)."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return a
+    lo, hi = min(a[0][0], b[0][0]), max(a[1][-1], b[1][-1])
+    gaps_of_b = (np.concatenate([[lo], b[1]]), np.concatenate([b[0], [hi]]))
+    return intersect(a, gaps_of_b)
+
+
+def clip(intervals: Intervals, window: Intervals) -> Intervals:
+    """Alias of ``intersect`` that reads better for 'restrict to the steps'."""
+    return intersect(intervals, window)

@@ -1,0 +1,159 @@
+"""Decode a trace's JSON into metadata plus batches of typed events, streaming.
+
+``Splitter`` cuts the ``traceEvents`` array between two events (``}`` ``,`` ``{``) into
+payloads of a few megabytes; each payload is decoded on its own (possibly in another
+process), so peak memory stays near one batch rather than the whole document. A cut that
+falls inside a string makes its payload invalid JSON, which is detected (``CutFailed``);
+then the whole document is decoded at once (slower, correct). Files that are not strict
+JSON (raw control characters, bare ``N/A``, invalid UTF-8: pytorch/pytorch#130622) are
+repaired on that path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from aiprof.errors import TraceFormatError
+from aiprof.trace.schema import Event
+from aiprof.trace.source import iter_blocks
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*(?=\{)")
+_TAIL_SEARCH_BYTES = 1 << 16
+_HEAD_SEARCH_LIMIT = 64 << 20
+
+_events_decoder = msgspec.json.Decoder(list[Event])
+_document_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_any_decoder = msgspec.json.Decoder()
+
+
+class _Document(msgspec.Struct):
+    traceEvents: list[Event] = []  # noqa: N815 (the JSON key)
+
+
+_tail_decoder = msgspec.json.Decoder(_Document)
+
+
+class CutFailed(Exception):
+    """A streamed payload did not decode; decode the whole document instead."""
+
+
+class Splitter:
+    """Cuts a trace file into ``traceEvents`` payloads of raw JSON (``[ev, ev, ...]``).
+
+    Iterate ``payloads()``; afterwards ``tail_events()`` and ``metadata()`` give the events
+    after the last cut and the top-level keys. Raises ``CutFailed`` when the file cannot be
+    streamed (no ``traceEvents`` key up front, a bare event list, a cut inside a string).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._head = b""
+        self._tail = b""
+
+    def payloads(self) -> Iterator[bytearray]:
+        blocks = iter_blocks(self.path)
+        buffer = b""
+        match = None
+        for block in blocks:
+            buffer += block
+            match = _EVENTS_KEY.search(buffer)
+            if match or buffer.lstrip()[:1] not in (b"{", b"") or len(buffer) > _HEAD_SEARCH_LIMIT:
+                break
+        if match is None:
+            raise CutFailed
+        self._head = buffer[: match.end() - 1] + b"[]}"
+        pending = buffer[match.end() :]
+        for block in blocks:
+            cut = _last_cut(block)
+            if cut is None:
+                pending += block
+                continue
+            end, start = cut
+            payload = bytearray(b"[")
+            payload += pending
+            payload += memoryview(block)[:end]
+            payload += b"]"
+            yield payload
+            pending = block[start:]
+        self._tail = b'{"traceEvents":[' + pending
+
+    def tail_events(self) -> list[Event]:
+        try:
+            return _tail_decoder.decode(self._tail).traceEvents
+        except msgspec.DecodeError:
+            raise CutFailed from None
+
+    def metadata(self) -> dict[str, Any]:
+        try:
+            return _metadata(self._head) | _metadata(self._tail)
+        except msgspec.DecodeError:
+            raise CutFailed from None
+
+
+def decode_batch(data: bytes | bytearray) -> list[Event]:
+    """Events of one payload cut by ``Splitter``; ``CutFailed`` if it is not valid JSON."""
+    try:
+        return _events_decoder.decode(data)
+    except msgspec.DecodeError:
+        raise CutFailed from None
+
+
+def _last_cut(buffer: bytes) -> tuple[int, int] | None:
+    """Positions (end of one event, start of the next) of the last boundary in ``buffer``."""
+    matches = list(_BETWEEN_EVENTS.finditer(buffer, max(0, len(buffer) - _TAIL_SEARCH_BYTES)))
+    return (matches[-1].start() + 1, matches[-1].end()) if matches else None
+
+
+def _metadata(document: bytes) -> dict[str, Any]:
+    raw = _document_decoder.decode(document)
+    return {key: _any_decoder.decode(value) for key, value in raw.items() if key != "traceEvents"}
+
+
+def decode_whole(path: Path, on_batch: Any) -> dict[str, Any]:
+    """Decode all of ``path`` at once, repairing near-JSON; call ``on_batch(events)`` once."""
+    data = b"".join(iter_blocks(path))
+    if not data.strip():
+        raise TraceFormatError(f"{path}: the file is empty")
+    try:
+        return _decode_document(path, data, on_batch)
+    except msgspec.ValidationError as error:
+        raise TraceFormatError(f"{path}: {_explain(error)}") from None
+    except msgspec.DecodeError:
+        pass
+    try:
+        return _decode_document(path, _repair(data), on_batch)
+    except msgspec.DecodeError as error:
+        raise TraceFormatError(f"{path}: not valid JSON ({_explain(error)})") from None
+
+
+def _decode_document(path: Path, data: bytes, on_batch: Any) -> dict[str, Any]:
+    if data.lstrip()[:1] == b"[":  # Chrome's JSON Array Format: a bare list of events
+        on_batch(_events_decoder.decode(data))
+        return {}
+    raw = _document_decoder.decode(data)
+    if "traceEvents" not in raw:
+        raise TraceFormatError(f"{path}: no 'traceEvents' key: this JSON is not a profiler trace")
+    on_batch(_events_decoder.decode(raw["traceEvents"]))
+    return {key: _any_decoder.decode(value) for key, value in raw.items() if key != "traceEvents"}
+
+
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_BARE_NA = re.compile(rb"(:\s*)N/A(\s*[,}\]])")
+
+
+def _repair(data: bytes) -> bytes:
+    """Make a nearly-JSON trace strict: drop raw control bytes, quote bare N/A, fix UTF-8."""
+    text = data.decode("utf-8", errors="replace").encode("utf-8")
+    text = _CONTROL.sub(b" ", text)
+    return _BARE_NA.sub(rb'\1"N/A"\2', text)
+
+
+def _explain(error: msgspec.DecodeError) -> str:
+    message = str(error).replace("`$`", "the top level").replace("`", "'")
+    return message[0].lower() + message[1:] if message else "cannot decode"

@@ -1,0 +1,233 @@
+"""Read PyTorch profiler traces: ``load_trace(path)`` and ``load_traces(dir_or_paths)``."""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from aiprof.errors import InputError, TraceFormatError
+from aiprof.trace import links
+from aiprof.trace.build import TableBuilder
+from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole
+from aiprof.trace.devices import DeviceProperties, DistributedInfo
+from aiprof.trace.model import Trace, TraceSet
+from aiprof.trace.steps import find_steps
+from aiprof.trace.tables import (
+    AnnotationTable,
+    CpuOpTable,
+    FlowTable,
+    GpuOpTable,
+    InstantTable,
+    MemoryTable,
+    OtherSpanTable,
+    PythonTable,
+    RuntimeTable,
+    SyncTable,
+)
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+
+
+def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = None) -> Trace:
+    """Read one trace file (Kineto/Chrome JSON, plain or gzip) into a ``Trace``.
+
+    ``step_annotation`` names a ``record_function`` whose spans delimit iterations when the
+    trace has no ``ProfilerStep#N``. Raises ``TraceFormatError`` for anything unreadable.
+    """
+    file = Path(path)
+    if not file.exists():
+        raise TraceFormatError(f"{file}: no such file")
+    if file.is_dir():
+        raise TraceFormatError(f"{file}: is a directory (use load_traces for a directory)")
+    builder = TableBuilder()
+    try:
+        with _gc_paused():
+            metadata = _read_events(file, builder)
+    except (msgspec.ValidationError, msgspec.DecodeError) as error:
+        raise TraceFormatError(f"{file}: {_describe(error)}") from None
+    except RecursionError:
+        raise TraceFormatError(f"{file}: JSON nested too deeply to be a trace") from None
+    return _assemble(file, metadata, builder, step_annotation)
+
+
+def _read_events(file: Path, builder: TableBuilder) -> dict[str, Any]:
+    """Stream the file into ``builder`` batch by batch; decode it whole if it cannot be cut."""
+    splitter = Splitter(file)
+    try:
+        for payload in splitter.payloads():
+            builder.add(decode_batch(payload))
+        builder.add(splitter.tail_events())
+        return splitter.metadata()
+    except CutFailed:
+        builder.reset()
+        return decode_whole(file, builder.add)
+
+
+def _describe(error: Exception) -> str:
+    text = str(error).replace("`", "'")
+    return f"unexpected content: {text}" if text else "unexpected content"
+
+
+@contextmanager
+def _gc_paused() -> Any:
+    """Decoding allocates millions of short-lived objects; collecting them mid-way is waste."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _assemble(
+    file: Path, metadata: dict[str, Any], builder: TableBuilder, step_annotation: str | None
+) -> Trace:
+    if builder.num_events == 0:
+        raise TraceFormatError(f"{file}: the trace has no events ('traceEvents' is empty)")
+    chunks = builder.chunks
+    kernels = GpuOpTable.concat(chunks["kernels"])
+    memcpy = GpuOpTable.concat(chunks["memcpy"])
+    memset = GpuOpTable.concat(chunks["memset"])
+    cpu_ops = CpuOpTable.concat(chunks["cpu_ops"])
+    runtime = links.link_runtime(RuntimeTable.concat(chunks["runtime"]), cpu_ops)
+    kernels, memcpy, memset = (
+        links.link_gpu_ops(t, runtime, cpu_ops) for t in (kernels, memcpy, memset)
+    )
+    annotations = AnnotationTable.concat(chunks["annotations"])
+    names = builder.strings.values
+    steps, step_source = find_steps(
+        names, [annotations, cpu_ops], [kernels, memcpy, memset], runtime, step_annotation
+    )
+    devices = _devices(file, metadata.get("deviceProperties"))
+    distributed = _distributed(metadata.get("distributedInfo"))
+    trace = Trace(
+        path=str(file),
+        rank=_rank(file, distributed),
+        metadata=metadata,
+        devices=devices,
+        distributed=distributed,
+        strings=builder.strings,
+        json_texts=builder.json_texts,
+        origin_us=0.0,
+        kernels=kernels,
+        memcpy=memcpy,
+        memset=memset,
+        runtime=runtime,
+        cpu_ops=cpu_ops,
+        annotations=annotations,
+        gpu_annotations=AnnotationTable.concat(chunks["gpu_annotations"]),
+        python_functions=PythonTable.concat(chunks["python_functions"]),
+        syncs=SyncTable.concat(chunks["syncs"]),
+        other_spans=OtherSpanTable.concat(chunks["other_spans"]),
+        flows=FlowTable.concat(chunks["flows"]),
+        memory=MemoryTable.concat(chunks["memory"]),
+        instants=InstantTable.concat(chunks["instants"]),
+        steps=steps,
+        step_source=step_source,
+        num_events=builder.num_events,
+    )
+    return trace.shifted(-_first_timestamp(trace))
+
+
+def _first_timestamp(trace: Trace) -> float:
+    firsts = [float(np.min(t.ts_us)) for _, t in trace.tables() if len(t) and hasattr(t, "ts_us")]
+    firsts = [f for f in firsts if np.isfinite(f)]
+    return min(firsts) if firsts else 0.0
+
+
+def _devices(file: Path, entries: Any) -> tuple[DeviceProperties, ...]:
+    if entries is None:
+        return ()
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise TraceFormatError(f"{file}: 'deviceProperties' must be a list of objects")
+    return tuple(DeviceProperties.from_json(e) for e in entries)
+
+
+def _distributed(info: Any) -> DistributedInfo | None:
+    return DistributedInfo.from_json(info) if isinstance(info, dict) else None
+
+
+def _rank(file: Path, distributed: DistributedInfo | None) -> int:
+    """``distributedInfo.rank``; else a ``rank<N>`` in the file name; else 0."""
+    if distributed is not None and distributed.rank is not None:
+        return distributed.rank
+    match = _RANK_IN_NAME.search(file.name)
+    return int(match.group(1)) if match else 0
+
+
+def trace_files(target: str | os.PathLike[str]) -> list[Path]:
+    """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files inside."""
+    path = Path(target)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_file():
+        return [path]
+    found = _traces_in(path.iterdir()) or _traces_in(path.rglob("*"))
+    if not found:
+        raise InputError(f"{path}: no trace files (*.json or *.json.gz) in this directory")
+    return found
+
+
+def _traces_in(paths: Iterable[Path]) -> list[Path]:
+    return sorted(
+        p for p in paths
+        if p.is_file() and p.name.endswith(TRACE_SUFFIXES) and p.name != "meta.json"
+    )  # fmt: skip
+
+
+def load_traces(
+    targets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    step_annotation: str | None = None,
+    workers: int | None = None,
+) -> TraceSet:
+    """Read several traces (files, directories of per-rank files, or a run directory).
+
+    Ranks are read in parallel processes when there are several files. Their clocks are
+    put on a common zero: through ``baseTimeNanoseconds`` (wall clock) when every trace
+    has it, else by aligning each trace's first event (as HTA does).
+    """
+    items = [targets] if isinstance(targets, (str, os.PathLike)) else list(targets)
+    files = [f for item in items for f in trace_files(item)]
+    traces = _read_all(files, step_annotation, workers)
+    return align(traces)
+
+
+def _read_all(files: list[Path], step_annotation: str | None, workers: int | None) -> list[Trace]:
+    count = min(workers or os.cpu_count() or 1, len(files))
+    if count <= 1:
+        return [load_trace(f, step_annotation=step_annotation) for f in files]
+    with ProcessPoolExecutor(max_workers=count, mp_context=get_context("fork")) as pool:
+        return list(pool.map(_load_one, files, [step_annotation] * len(files)))
+
+
+def _load_one(file: Path, step_annotation: str | None) -> Trace:
+    return load_trace(file, step_annotation=step_annotation)
+
+
+def align(traces: Iterable[Trace]) -> TraceSet:
+    """Put traces on a common zero; see ``load_traces``."""
+    ordered = sorted(traces, key=lambda t: (t.rank, t.path))
+    bases = [t.base_time_ns for t in ordered]
+    if len(ordered) > 1 and all(b is not None for b in bases):
+        starts = [b / 1000.0 + t.origin_us for b, t in zip(bases, ordered, strict=True)]  # type: ignore[operator]
+        how = "baseTimeNanoseconds (wall clock)"
+    else:
+        starts = [t.origin_us for t in ordered]
+        how = (
+            "the traces' own clocks, earliest event as zero" if len(ordered) > 1 else "single trace"
+        )
+    zero = min(starts, default=0.0)
+    return TraceSet(tuple(t.shifted(s - zero) for t, s in zip(ordered, starts, strict=True)), how)
