@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,9 +31,8 @@ def ensure_writable(root: Path) -> None:
     """Create ``root``; raise ``InputError`` when it cannot be written."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".aiprof-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".aiprof-probe-"):
+            pass
     except OSError as error:
         raise InputError(
             f"cannot write run records under {root}: {error.strerror or error}; "
