@@ -25,7 +25,8 @@ ELEMENTWISE_FLOPS_PER_ELEMENT: dict[str, int] = {
         "add sub rsub mul div neg abs relu clamp clamp_min clamp_max hardtanh maximum minimum "
         "where masked_fill eq ne lt le gt ge exp log log1p sqrt rsqrt reciprocal pow sin cos tanh "
         "sigmoid erf sign floor ceil round trunc logical_not logical_and logical_or bitwise_and "
-        "bitwise_or bitwise_not threshold threshold_backward square fmod remainder".split(),
+        "bitwise_or bitwise_not threshold threshold_backward square fmod remainder log2 log10 exp2 "
+        "sgn expm1 atan asin acos sinh cosh isnan nan_to_num".split(),
         1,
     ),
     **dict.fromkeys("addcmul addcdiv lerp leaky_relu sigmoid_backward tanh_backward".split(), 2),

@@ -1,0 +1,93 @@
+"""Ops recorded with shapes in a profiler trace, as ``OpCall`` s joined with their kernels' time.
+
+Reads the lead's columnar ``Trace`` (``aiprof.trace``): ``cpu_ops`` carry ``Input Dims``,
+``Input type``, ``Input Strides`` and ``Concrete Inputs`` (record_shapes=True); each GPU op
+knows the CPU op that launched it (``op_row``). No torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aiprof.tensor.dtypes import is_dtype_name
+from aiprof.tensor.opcall import Arg, OpCall, TensorMeta
+
+
+@dataclass(frozen=True)
+class TraceOp:
+    """One CPU op of a trace that launched GPU work, with that work's total device time."""
+
+    row: int
+    """Row in ``trace.cpu_ops``."""
+    call: OpCall
+    device_us: float
+    """Sum of the durations of the kernels, memcpys and memsets it launched."""
+    num_kernels: int
+
+
+def launching_ops(trace: Any) -> list[TraceOp]:
+    """Every CPU op that launched device work, in trace order, with that work's device time.
+
+    Kernels, memsets and device-to-device copies count; host<->device copies do not (their roof
+    is the host link, not the GPU's memory: the copies analysis looks at them).
+    """
+    rows, durations = [], []
+    for table, keep in ((trace.kernels, None), (trace.memset, None), (trace.memcpy, "DtoD")):
+        mask = table.op_row >= 0
+        if keep is not None:
+            names = np.array([keep in trace.name(int(i)) for i in table.name_id], dtype=bool)
+            mask &= names if len(names) else mask
+        rows.append(table.op_row[mask])
+        durations.append(table.dur_us[mask])
+    row_ids, dur = np.concatenate(rows), np.concatenate(durations)
+    if len(row_ids) == 0:
+        return []
+    size = int(row_ids.max()) + 1
+    device_us = np.bincount(row_ids, weights=dur, minlength=size)
+    counts = np.bincount(row_ids, minlength=size)
+    ops = trace.cpu_ops
+    order = np.nonzero(counts)[0]
+    order = order[np.argsort(ops.ts_us[order], kind="stable")]
+    return [
+        TraceOp(int(r), call_from_row(trace, int(r)), float(device_us[r]), int(counts[r]))
+        for r in order
+    ]
+
+
+def call_from_row(trace: Any, row: int) -> OpCall:
+    """The ``OpCall`` of ``trace.cpu_ops`` row ``row`` (empty args without record_shapes)."""
+    ops = trace.cpu_ops
+    name = trace.name(int(ops.name_id[row]))
+    dims = trace.json_value(int(ops.input_dims_id[row])) or []
+    types = trace.json_value(int(ops.input_types_id[row])) or []
+    strides = trace.json_value(int(ops.input_strides_id[row])) or []
+    concrete = trace.json_value(int(ops.concrete_inputs_id[row])) or []
+    args = tuple(
+        _arg(dims[i], _at(types, i), _at(strides, i), _at(concrete, i)) for i in range(len(dims))
+    )
+    return OpCall(name, args)
+
+
+def _at(values: list[Any], index: int) -> Any:
+    return values[index] if index < len(values) else None
+
+
+def _arg(dims: Any, dtype: Any, strides: Any, concrete: Any) -> Arg:
+    if isinstance(dtype, str) and is_dtype_name(dtype) and _ints(dims):
+        stride = tuple(strides) if _ints(strides) and len(strides) == len(dims) else None
+        return TensorMeta(tuple(dims), dtype, stride)
+    if isinstance(concrete, str) and concrete:
+        try:
+            value = json.loads(concrete.replace("True", "true").replace("False", "false"))
+        except ValueError:
+            return concrete
+        return tuple(value) if isinstance(value, list) else value
+    return None
+
+
+def _ints(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) for v in value)

@@ -1,0 +1,113 @@
+"""Roofline of a trace: ops recorded with shapes, joined with their kernels' device time.
+
+Each launching op gets FLOPs and bytes from the cost model; with its kernels' time that gives
+achieved FLOP/s and GB/s, the % of the roof on the trace's device, a bound class and the time
+lost to the roof. Ops with the same name, shapes and dtypes are aggregated into one row.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from aiprof.errors import UnsupportedDeviceError
+from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
+from aiprof.tensor.costmodel import op_cost
+from aiprof.tensor.opcost import OpCost
+from aiprof.tensor.roofline import RooflinePoint, place
+from aiprof.tensor.trace_ops import launching_ops
+
+COMMUNICATION_PREFIXES = ("record_param_comms", "c10d::", "nccl:")
+
+
+@dataclass(frozen=True)
+class RooflineRow:
+    """Calls of one op with one set of shapes and dtypes, aggregated."""
+
+    op: str
+    shapes: str
+    """Input shapes of the first call, as text."""
+    num_calls: int
+    point: RooflinePoint
+    """Totals over the calls: FLOPs, bytes, measured and roof times."""
+
+
+@dataclass(frozen=True)
+class TraceRoofline:
+    """Every op of a trace that launched GPU work, on the device's roofline."""
+
+    device: str
+    ceilings: Ceilings
+    rows: tuple[RooflineRow, ...]
+    """Sorted by time lost to the roof, largest first."""
+    num_ops: int
+    num_ops_without_model: int
+    device_us: float
+    """Device time of all launching ops."""
+    device_us_without_model: float
+    """Device time of ops the cost model could not cost (unknown op or no shapes)."""
+    device_us_communication: float
+    """Device time of collectives (NCCL kernels): not on a roofline, left out of the rows."""
+    time_lost_us: float
+
+
+def trace_roofline(
+    trace: Any, ceilings: Ceilings | None = None, *, allow_tf32: bool = False
+) -> TraceRoofline:
+    """Place every launching op of ``trace`` on the roofline of its device (or ``ceilings``)."""
+    if ceilings is None:
+        device = trace.device
+        if device is None:
+            raise UnsupportedDeviceError(
+                "the trace names no GPU (no deviceProperties): pass --gpu NAME or --ceilings FILE"
+            )
+        ceilings = ceilings_for_gpu(device.name)
+    groups: dict[tuple[str, str], list[tuple[OpCost, float]]] = defaultdict(list)
+    uncosted_us = comm_us = 0.0
+    num_ops = num_missing = 0
+    for op in launching_ops(trace):
+        if op.call.name.startswith(COMMUNICATION_PREFIXES):
+            comm_us += op.device_us
+            continue
+        num_ops += 1
+        cost = op_cost(op.call)
+        if not cost.has_model:
+            num_missing += 1
+            uncosted_us += op.device_us
+        shapes = str([t.shape for t in op.call.tensors()])
+        groups[(cost.op, shapes)].append((cost, op.device_us))
+    rows = [_row(op, shapes, items, ceilings, allow_tf32) for (op, shapes), items in groups.items()]
+    rows.sort(key=lambda r: (-(r.point.time_lost_us or 0.0), r.op, r.shapes))
+    return TraceRoofline(
+        device=ceilings.name,
+        ceilings=ceilings,
+        rows=tuple(rows),
+        num_ops=num_ops,
+        num_ops_without_model=num_missing,
+        device_us=sum(r.point.measured_us or 0.0 for r in rows),
+        device_us_without_model=uncosted_us,
+        device_us_communication=comm_us,
+        time_lost_us=sum(r.point.time_lost_us or 0.0 for r in rows),
+    )
+
+
+def _row(
+    op: str, shapes: str, items: list[tuple[OpCost, float]], ceilings: Ceilings, allow_tf32: bool
+) -> RooflineRow:
+    first = items[0][0]
+    total = OpCost(
+        op=first.op,
+        family=first.family,
+        flops=sum(c.flops for c, _ in items),
+        bytes_read=sum(c.bytes_read for c, _ in items),
+        bytes_written=sum(c.bytes_written for c, _ in items),
+        precision=first.precision,
+        has_model=first.has_model,
+        note=first.note,
+    )
+    measured = sum(us for _, us in items)
+    point = place(total, ceilings, measured, allow_tf32=allow_tf32)
+    per_call = place(first, ceilings, allow_tf32=allow_tf32)  # latency is judged per call
+    point = replace(point, bound=per_call.bound)
+    return RooflineRow(op=op, shapes=shapes, num_calls=len(items), point=point)
