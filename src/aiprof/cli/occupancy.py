@@ -1,0 +1,157 @@
+"""``aiprof occupancy``: theoretical occupancy of a launch, and what-if sweeps."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import replace
+
+from aiprof.cli._command import Command
+from aiprof.errors import InputError
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(k|kb|kib|m|mb|mib)?\s*$", re.IGNORECASE)
+_ARCH_OVERRIDES = (("--sm-threads", "max_threads_per_sm"), ("--sm-blocks", "max_blocks_per_sm"),
+                   ("--sm-registers", "regs_per_sm"), ("--sm-shared-mem", "smem_per_sm_bytes"),
+                   ("--reserved-shared-mem", "reserved_smem_per_block_bytes"))
+
+
+def parse_bytes(text: str) -> int:
+    """``8192``, ``8K``, ``8KiB`` -> bytes (K = 1024)."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a byte size: {text!r} (use e.g. 8192 or 8K)")
+    unit = (match.group(2) or "").lower()
+    return int(match.group(1)) * (1024**2 if unit.startswith("m") else 1024 if unit else 1)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", default=None,
+                        help="sm_90, 9.0, a product (H100 SXM), 'textbook' for the chapter's SM; "
+                             "default: this machine's GPU")
+    parser.add_argument("--block-size", type=int, required=True, help="threads per block")
+    parser.add_argument("--registers", type=int, default=32, help="registers per thread")
+    parser.add_argument("--shared-mem", type=parse_bytes, default=0,
+                        help="static + dynamic shared memory per block (bytes, or 8K)")
+    parser.add_argument("--carveout", type=int, default=None,
+                        help="preferred shared-memory carveout %% (0-100; default: driver default)")
+    parser.add_argument("--no-opt-in", action="store_true",
+                        help="the kernel did not opt in to more than 48 KB of shared memory")
+    for flag, _ in _ARCH_OVERRIDES:
+        parser.add_argument(flag, type=parse_bytes, default=None,
+                            help="override this SM limit (a user-defined SM)")
+    parser.add_argument("--sweep", choices=("block-size", "registers", "shared-mem"),
+                        help="vary one parameter and print occupancy for each value")
+    parser.add_argument("--plot", metavar="FILE.svg", help="with --sweep: write an SVG graph")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _arch(args: argparse.Namespace):  # -> ArchLimits
+    from aiprof.hardware import TEXTBOOK_SM, live_device, lookup
+
+    if args.arch is None:
+        spec = live_device()
+    elif args.arch.lower() == "textbook":
+        spec = lookup(TEXTBOOK_SM)
+    else:
+        spec = lookup(args.arch)
+    if spec.arch is None or not spec.occupancy_supported:
+        from aiprof.errors import UnsupportedDeviceError
+
+        raise UnsupportedDeviceError(f"occupancy is not modelled for {spec.name}")
+    overrides = {field: getattr(args, flag[2:].replace("-", "_"))
+                 for flag, field in _ARCH_OVERRIDES}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if any(v <= 0 for k, v in overrides.items() if k != "reserved_smem_per_block_bytes"):
+        raise InputError("SM limits must be > 0")
+    if not overrides:
+        return spec.arch
+    if "smem_per_sm_bytes" in overrides:  # a custom SM size: one fixed configuration
+        reserve = overrides.get("reserved_smem_per_block_bytes",
+                                spec.arch.reserved_smem_per_block_bytes)
+        overrides["smem_configs_kib"] = ()
+        overrides["smem_per_block_optin_bytes"] = min(spec.arch.smem_per_block_optin_bytes,
+                                                      overrides["smem_per_sm_bytes"] - reserve)
+    return replace(spec.arch, name=f"{spec.arch.name}+custom", **overrides)
+
+
+def _render_one(result) -> None:  # noqa: ANN001 - Occupancy
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Occupancy on {result.arch}", show_header=False)
+    rows = [
+        ("block size / warps per block", f"{result.block_size} / {result.warps_per_block}"),
+        ("registers per thread / per warp (allocated)",
+         f"{result.registers_per_thread} / {result.registers_per_warp}"),
+        ("shared memory per block (requested / allocated)",
+         f"{result.shared_mem_per_block_bytes} / {result.allocated_shared_mem_per_block_bytes} B"),
+        ("SM shared-memory config", f"{result.shared_mem_config_bytes} B"),
+        ("block limit: registers", _limit(result.blocks_limit_registers)),
+        ("block limit: shared memory", _limit(result.blocks_limit_shared_mem)),
+        ("block limit: warps", str(result.blocks_limit_warps)),
+        ("block limit: SM blocks", str(result.blocks_limit_blocks)),
+        ("block limit: barriers", _limit(result.blocks_limit_barriers)),
+        ("active blocks / warps per SM", f"{result.active_blocks_per_sm} / "
+         f"{result.active_warps_per_sm} of {result.max_warps_per_sm}"),
+        ("theoretical occupancy", f"{100 * result.occupancy:.1f}%"),
+        ("limiter", ", ".join(result.limiters)),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    Console().print(table)
+
+
+def _limit(value: int | None) -> str:
+    return "unlimited" if value is None else str(value)
+
+
+def _render_sweep(result) -> None:  # noqa: ANN001 - OccupancySweep
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Occupancy vs {result.parameter} on {result.base.arch}")
+    for header in (result.parameter, "blocks/SM", "warps/SM", "occupancy", "limiter"):
+        table.add_column(header, justify="right")
+    for value, point in zip(result.values, result.points, strict=True):
+        table.add_row(str(value), str(point.active_blocks_per_sm), str(point.active_warps_per_sm),
+                      f"{100 * point.occupancy:.1f}%", point.limiter)
+    Console().print(table)
+
+
+def _plot(result, path: str) -> None:  # noqa: ANN001 - OccupancySweep
+    from pathlib import Path
+
+    from aiprof.report.svg import Series, line_chart
+
+    series = [Series("occupancy %", result.values, [100 * p.occupancy for p in result.points],
+                     kind="step"),
+              Series("current", [result.values[0], result.values[-1]],
+                     [100 * result.base.occupancy] * 2)]
+    svg = line_chart(series, title=f"Occupancy vs {result.parameter} ({result.base.arch})",
+                     x_label=result.parameter, y_label="theoretical occupancy (%)")
+    Path(path).write_text(svg)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiprof.gpu.occupancy import occupancy
+    from aiprof.gpu.occupancy_sweep import sweep
+    from aiprof.report.jsonout import dumps
+
+    arch = _arch(args)
+    base = dict(block_size=args.block_size, registers_per_thread=args.registers,
+                shared_mem_per_block=args.shared_mem)
+    if args.plot and not args.sweep:
+        raise InputError("--plot needs --sweep block-size|registers|shared-mem")
+    if args.sweep:
+        result = sweep(arch, args.sweep, **base, carveout=args.carveout)
+        if args.plot:
+            _plot(result, args.plot)
+        print(dumps(result)) if args.json else _render_sweep(result)
+        return 0
+    one = occupancy(arch, **base, carveout=args.carveout, opt_in=not args.no_opt_in)
+    print(dumps(one)) if args.json else _render_one(one)
+    return 0
+
+
+COMMAND = Command(name="occupancy", help="theoretical occupancy of a kernel launch (exact CUDA "
+                  "calculator) and what-if sweeps", add_arguments=add_arguments, run=run, order=30)
