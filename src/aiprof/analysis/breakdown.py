@@ -24,6 +24,7 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.classify import communication_kernels, spans
 from aiprof.trace import Trace
+from aiprof.trace.links import gather, lookup
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,11 @@ def _last_step_start(trace: Trace) -> float:
 
 
 def _launched_before(trace: Trace, launch_row: np.ndarray, limit: float) -> np.ndarray:
-    linked = launch_row >= 0
-    launch_ts = trace.runtime.ts_us[np.maximum(launch_row, 0)]
-    return linked & (launch_ts < limit)
+    launch_ts = gather(trace.runtime.ts_us, launch_row, math.inf)
+    return (launch_row >= 0) & (launch_ts < limit)
 
 
 def _correlated_before(trace: Trace, correlation: np.ndarray, limit: float) -> np.ndarray:
-    from aiprof.trace.links import lookup
-
     return _launched_before(trace, lookup(correlation, trace.runtime.correlation), limit)
 
 

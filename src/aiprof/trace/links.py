@@ -27,6 +27,13 @@ def lookup(keys: np.ndarray, table_keys: np.ndarray) -> np.ndarray:
     return np.where(found, order[pos], -1)
 
 
+def gather(values: np.ndarray, rows: np.ndarray, fill: float = -1) -> np.ndarray:
+    """``values[rows]`` where ``rows >= 0``, ``fill`` elsewhere (safe on empty ``values``)."""
+    if len(values) == 0:
+        return np.full(len(rows), fill, dtype=np.result_type(values.dtype, type(fill)))
+    return np.where(rows >= 0, values[np.maximum(rows, 0)], fill)
+
+
 def enclosing_rows(
     ts_us: np.ndarray, end_us: np.ndarray, tid: np.ndarray, ops: CpuOpTable
 ) -> np.ndarray:
@@ -61,7 +68,7 @@ def link_runtime(runtime: RuntimeTable, ops: CpuOpTable) -> RuntimeTable:
 
 def link_gpu_ops(gpu: GpuOpTable, runtime: RuntimeTable, ops: CpuOpTable) -> GpuOpTable:
     launch = lookup(gpu.correlation, runtime.correlation)
-    op_row = np.where(launch >= 0, runtime.op_row[np.maximum(launch, 0)], -1)
+    op_row = gather(runtime.op_row, launch)
     missing = op_row < 0
     if missing.any():
         op_row = np.where(missing, lookup(gpu.external_id, ops.external_id), op_row)

@@ -74,9 +74,17 @@ def _read_events(file: Path, builder: TableBuilder) -> dict[str, Any]:
         return decode_whole(file, builder.add)
 
 
+_AT_EVENT = re.compile(r" - at .\$\[\d+\]\.?([^`']*).$")
+
+
 def _describe(error: Exception) -> str:
-    text = str(error).replace("`", "'")
-    return f"unexpected content: {text}" if text else "unexpected content"
+    """msgspec's message, with batch-local positions ('$[3].args.stream') made readable."""
+    text = str(error)
+    field = _AT_EVENT.search(text)
+    if field:
+        where = f"event field '{field.group(1)}'" if field.group(1) else "an event"
+        text = f"{where} has an unexpected value ({text[: field.start()]})"
+    return text.replace("`", "'") or "unexpected content"
 
 
 @contextmanager
