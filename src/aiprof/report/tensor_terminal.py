@@ -164,14 +164,16 @@ def print_lints(
             f" ~{duration(f.predicted_us)} of conversions" if f.predicted_us is not None else ""
         )
         out.print(
-            f"  [{f.kind}] op #{f.index} {text(f.op)} {list(f.shape)} {f.dtype}: "
+            f"  {text('[' + f.kind + ']')} op #{f.index} {text(f.op)} "
+            f"{text(str(list(f.shape)))} {f.dtype}: "
             f"{f.converted_bytes:,} B moved{predicted}; fix: {text(f.fix)}"
         )
     out.print(f"alignment: {len(alignment)} findings")
     for a in alignment:
         if a.kind == "pointer":
             out.print(
-                f"  [pointer] op #{a.index} {text(a.op)}: data_ptr % 256 = {a.data_ptr_mod_256}"
+                f"  {text('[pointer]')} op #{a.index} {text(a.op)}: "
+                f"data_ptr % 256 = {a.data_ptr_mod_256}"
             )
             continue
         gain = f", at most {duration(a.max_gain_us)} to gain" if a.max_gain_us is not None else ""
