@@ -65,8 +65,9 @@ def temporal_breakdown(trace: Trace, window: iv.Intervals | None = None) -> Temp
 
 def gpu_busy_pct(trace: Trace) -> float:
     window = step_window(trace)
-    busy = iv.intersect(iv.union_all(spans(trace.kernels), spans(trace.memcpy),
-                                     spans(trace.memset)), window)  # fmt: skip
+    busy = iv.intersect(
+        iv.union_all(spans(trace.kernels), spans(trace.memcpy), spans(trace.memset)), window
+    )
     total = iv.length(window)
     return 100.0 * iv.length(busy) / total if total > 0 else 0.0
 

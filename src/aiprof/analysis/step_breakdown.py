@@ -27,8 +27,15 @@ from aiprof.analysis.classify import (
 from aiprof.trace import Trace
 
 CATEGORIES = (
-    "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other",
-)  # fmt: skip
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "dataloader",
+    "cpu_exec",
+    "other",
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ def _category_spans(trace: Trace) -> list[tuple[str, iv.Intervals]]:
             iv.union_all(
                 spans(trace.kernels, comm_kernels), spans(ann, ann_comm), spans(ops, ops_comm)
             ),
-        ),  # fmt: skip
+        ),
         ("runtime", spans(trace.runtime)),
         ("dataloader", iv.union_all(spans(ann, ann_loader), spans(ops, ops_loader))),
         (
@@ -88,7 +95,7 @@ def _category_spans(trace: Trace) -> list[tuple[str, iv.Intervals]]:
                 spans(ann, ~(ann_loader | ann_comm | ann_step)),
                 spans(ops, ~(ops_loader | ops_comm | ops_step)),
             ),
-        ),  # fmt: skip
+        ),
     ]
 
 

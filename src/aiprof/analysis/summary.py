@@ -48,7 +48,7 @@ def summarize_trace(trace: Trace) -> RankSummary:
             float(np.median(durations)),
             float(durations.min()),
             float(durations.max()),
-        )  # fmt: skip
+        )
         if len(durations)
         else StepTimes(0.0, 0.0, 0.0, 0.0)
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.classify import PROFILER_STEP
 from aiprof.analysis.step_breakdown import in_window
@@ -25,16 +26,23 @@ class NameTotal:
 
 
 def top_by_name(
-    names: list[str], table: SpanTable, mask: np.ndarray, limit: int = 10
+    names: list[str],
+    table: SpanTable,
+    mask: np.ndarray,
+    limit: int = 10,
+    denominator_us: float | None = None,
 ) -> list[NameTotal]:
-    """Rows selected by ``mask`` grouped by name, largest total duration first."""
+    """Rows selected by ``mask`` grouped by name, largest total duration first.
+
+    ``pct`` is each name's share of ``denominator_us`` (default: the selected rows' total).
+    """
     ids, durations = table.name_id[mask], table.dur_us[mask]
     if len(ids) == 0:
         return []
     distinct, inverse = np.unique(ids, return_inverse=True)
     totals = np.bincount(inverse, weights=durations)
     counts = np.bincount(inverse)
-    grand = float(durations.sum())
+    grand = float(durations.sum()) if denominator_us is None else denominator_us
     order = np.lexsort((distinct, -totals))[:limit]
     return [
         NameTotal(
@@ -57,9 +65,12 @@ def top_kernels(trace: Trace, limit: int = 10) -> list[NameTotal]:
 
 
 def top_ops(trace: Trace, limit: int = 10) -> list[NameTotal]:
-    """CPU ops (inclusive time) that started inside the steps; ``pct`` of all op time."""
+    """CPU ops that started inside the steps, by inclusive time; ``pct`` of the step time.
+
+    Ops nest (``aten::conv2d`` contains ``aten::convolution``), so rows overlap and their
+    percentages do not add up to 100.
+    """
     ops = trace.cpu_ops
-    mask = in_window(ops.ts_us, step_window(trace)) & ~trace.strings.mask(
-        ops.name_id, PROFILER_STEP
-    )
-    return top_by_name(trace.strings.values, ops, mask, limit)
+    window = step_window(trace)
+    mask = in_window(ops.ts_us, window) & ~trace.strings.mask(ops.name_id, PROFILER_STEP)
+    return top_by_name(trace.strings.values, ops, mask, limit, iv.length(window))

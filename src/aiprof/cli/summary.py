@@ -8,12 +8,18 @@ from aiprof.cli._command import Command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_DIR",
-                        help="trace files (.json/.json.gz), directories of rank traces, or runs")  # fmt: skip
+    parser.add_argument(
+        "targets",
+        nargs="+",
+        metavar="TRACE_OR_DIR",
+        help="trace files (.json/.json.gz), directories of rank traces, or runs",
+    )
     parser.add_argument("--json", action="store_true", help="print the aiprof.summary/1 JSON")
-    parser.add_argument("--step-annotation", metavar="NAME",
-                        help="record_function name delimiting iterations when there is no "
-                        "ProfilerStep#N")  # fmt: skip
+    parser.add_argument(
+        "--step-annotation",
+        metavar="NAME",
+        help="record_function name delimiting iterations when there is no ProfilerStep#N",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

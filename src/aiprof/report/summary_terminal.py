@@ -26,12 +26,16 @@ def render_summary(console: Console, s: RankSummary) -> None:
         f"min {duration(t.min_us)}, max {duration(t.max_us)}   "
         f"GPU busy: {s.gpu_busy_pct:.1f}%"
     )
-    console.print(_temporal_table(s))
+    if s.gpu_busy_pct > 0 or s.device:
+        console.print(_temporal_table(s))
+    else:
+        console.print("no GPU activity in this trace")
     console.print(_step_table(s))
     if s.top_kernels:
         console.print(_top_table("Top kernels (GPU time in the steps)", s.top_kernels))
     if s.top_ops:
-        console.print(_top_table("Top CPU ops (inclusive time in the steps)", s.top_ops))
+        title = "Top CPU ops (inclusive time in the steps; % of step time; ops nest)"
+        console.print(_top_table(title, s.top_ops))
     console.print()
 
 
@@ -41,8 +45,12 @@ def _temporal_table(s: RankSummary) -> Table:
     table.add_column("part")
     table.add_column("time", justify="right")
     table.add_column("%", justify="right")
-    rows = [("compute", b.compute_us), ("communication (exposed)", b.communication_us),
-            ("memory (copies, not hidden)", b.memory_us), ("idle", b.idle_us)]  # fmt: skip
+    rows = [
+        ("compute", b.compute_us),
+        ("communication (exposed)", b.communication_us),
+        ("memory (copies, not hidden)", b.memory_us),
+        ("idle", b.idle_us),
+    ]
     for name, value in rows:
         table.add_row(name, duration(value), f"{b.pct(value):.1f}")
     return table
@@ -68,6 +76,11 @@ def _top_table(title: str, rows: list[NameTotal]) -> Table:
     table.add_column("mean", justify="right")
     table.add_column("%", justify="right")
     for r in rows:
-        table.add_row(text(shorten(r.name)), f"{r.count:,}", duration(r.total_us),
-                      duration(r.mean_us), f"{r.pct:.1f}")  # fmt: skip
+        table.add_row(
+            text(shorten(r.name)),
+            f"{r.count:,}",
+            duration(r.total_us),
+            duration(r.mean_us),
+            f"{r.pct:.1f}",
+        )
     return table

@@ -23,26 +23,41 @@ from aiprof.trace.strings import StringTable
 
 SPAN_KIND_BY_CATEGORY = {
     # 2.x names, then the PyTorch 1.8/1.9 names (kineto-trace-format.md §4, §7)
-    "kernel": KERNEL, "Kernel": KERNEL,
-    "gpu_memcpy": MEMCPY, "Memcpy": MEMCPY,
-    "gpu_memset": MEMSET, "Memset": MEMSET,
-    "cuda_runtime": RUNTIME, "Runtime": RUNTIME, "xpu_runtime": RUNTIME,
-    "privateuse1_runtime": RUNTIME, "mtia_runtime": RUNTIME,
-    "cuda_driver": DRIVER, "xpu_driver": DRIVER, "privateuse1_driver": DRIVER,
-    "cpu_op": CPU_OP, "Operator": CPU_OP,
+    "kernel": KERNEL,
+    "Kernel": KERNEL,
+    "gpu_memcpy": MEMCPY,
+    "Memcpy": MEMCPY,
+    "gpu_memset": MEMSET,
+    "Memset": MEMSET,
+    "cuda_runtime": RUNTIME,
+    "Runtime": RUNTIME,
+    "xpu_runtime": RUNTIME,
+    "privateuse1_runtime": RUNTIME,
+    "mtia_runtime": RUNTIME,
+    "cuda_driver": DRIVER,
+    "xpu_driver": DRIVER,
+    "privateuse1_driver": DRIVER,
+    "cpu_op": CPU_OP,
+    "Operator": CPU_OP,
     "user_annotation": ANNOTATION,
     "gpu_user_annotation": GPU_ANNOTATION,
     "python_function": PYTHON,
     "cuda_sync": SYNC,
-}  # fmt: skip
+}
 FLOW_PHASES = {"s": 0, "f": 1, "t": 2}
 
 _ARGS_TYPE: dict[int, type] = {
-    KERNEL: s.GpuOpArgs, MEMCPY: s.GpuOpArgs, MEMSET: s.GpuOpArgs,
-    RUNTIME: s.RuntimeArgs, DRIVER: s.RuntimeArgs, CPU_OP: s.CpuOpArgs,
-    ANNOTATION: s.AnnotationArgs, GPU_ANNOTATION: s.AnnotationArgs,
-    PYTHON: s.PythonArgs, SYNC: s.SyncArgs,
-}  # fmt: skip
+    KERNEL: s.GpuOpArgs,
+    MEMCPY: s.GpuOpArgs,
+    MEMSET: s.GpuOpArgs,
+    RUNTIME: s.RuntimeArgs,
+    DRIVER: s.RuntimeArgs,
+    CPU_OP: s.CpuOpArgs,
+    ANNOTATION: s.AnnotationArgs,
+    GPU_ANNOTATION: s.AnnotationArgs,
+    PYTHON: s.PythonArgs,
+    SYNC: s.SyncArgs,
+}
 _ARGS_DECODERS = {kind: msgspec.json.Decoder(list[t]) for kind, t in _ARGS_TYPE.items()}
 _MEMORY_DECODER = msgspec.json.Decoder(list[s.MemoryArgs])
 _NO_DIMS = [s.MISSING] * 3
@@ -133,30 +148,43 @@ class TableBuilder:
             parents = [-1 if a.parent_id is None else a.parent_id for a in args]
             columns["parent_id"] = np.array(parents, dtype=np.int64)
         elif kind == SYNC:
-            for name in ("correlation", "device", "stream", "wait_on_stream",
-                         "wait_on_event_correlation"):  # fmt: skip
+            for name in (
+                "correlation",
+                "device",
+                "stream",
+                "wait_on_stream",
+                "wait_on_event_correlation",
+            ):
                 columns[name] = _ints(args, name)
         self.chunks[table].append(columns)
 
     def _gpu_columns(self, args: list[s.GpuOpArgs]) -> dict[str, np.ndarray]:
-        grids = np.array([a.grid if a.grid.__class__ is list and len(a.grid) == 3 else _NO_DIMS
-                          for a in args], dtype=np.int64).reshape(-1, 3)  # fmt: skip
-        blocks = np.array([a.block if a.block is not None and len(a.block) == 3 else _NO_DIMS
-                           for a in args], dtype=np.int64).reshape(-1, 3)  # fmt: skip
+        grids = np.array(
+            [a.grid if a.grid.__class__ is list and len(a.grid) == 3 else _NO_DIMS for a in args],
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        blocks = np.array(
+            [a.block if a.block is not None and len(a.block) == 3 else _NO_DIMS for a in args],
+            dtype=np.int64,
+        ).reshape(-1, 3)
         columns = {
             "device": _ints(args, "device"),
             "stream": np.array([_stream(a.stream) for a in args], dtype=np.int64),
             "correlation": _ints(args, "correlation"),
             "external_id": _external_ids(args),
             "bytes": _ints(args, "bytes"),
-            "grid_x": grids[:, 0], "grid_y": grids[:, 1], "grid_z": grids[:, 2],
-            "block_x": blocks[:, 0], "block_y": blocks[:, 1], "block_z": blocks[:, 2],
+            "grid_x": grids[:, 0],
+            "grid_y": grids[:, 1],
+            "grid_z": grids[:, 2],
+            "block_x": blocks[:, 0],
+            "block_y": blocks[:, 1],
+            "block_z": blocks[:, 2],
             "registers_per_thread": _ints(args, "registers"),
             "shared_mem_bytes": _ints(args, "shared_mem"),
             "est_occupancy_pct": _floats(args, "est_occupancy"),
             "launch_row": np.full(len(args), -1, dtype=np.int64),
             "op_row": np.full(len(args), -1, dtype=np.int64),
-        }  # fmt: skip
+        }
         return columns | self._collective_columns(args)
 
     def _collective_columns(self, args: list[Any]) -> dict[str, np.ndarray]:
@@ -177,9 +205,12 @@ class TableBuilder:
             "sequence_number": _ints(args, "sequence_number"),
             "fwd_thread_id": _ints(args, "fwd_thread_id"),
         }
-        for field, column in (("input_dims", "input_dims_id"), ("input_types", "input_types_id"),
-                              ("input_strides", "input_strides_id"),
-                              ("concrete_inputs", "concrete_inputs_id")):  # fmt: skip
+        for field, column in (
+            ("input_dims", "input_dims_id"),
+            ("input_types", "input_types_id"),
+            ("input_strides", "input_strides_id"),
+            ("concrete_inputs", "concrete_inputs_id"),
+        ):
             columns[column] = self._json_ids(list(map(attrgetter(field), args)))
         return columns | self._collective_columns(args)
 
@@ -216,38 +247,51 @@ class TableBuilder:
                     "addr",
                 )
             }
-            columns |= {"ts_us": _floats(memory, "ts"),
-                        "pid": self._ints_or_ids(e.pid for e in memory),
-                        "tid": self._ints_or_ids(e.tid for e in memory)}  # fmt: skip
+            columns |= {
+                "ts_us": _floats(memory, "ts"),
+                "pid": self._ints_or_ids(e.pid for e in memory),
+                "tid": self._ints_or_ids(e.tid for e in memory),
+            }
             self.chunks["memory"].append(columns)
         if others:
-            self.chunks["instants"].append({
-                "ts_us": _floats(others, "ts"),
-                "pid": self._ints_or_ids(e.pid for e in others),
-                "tid": self._ints_or_ids(e.tid for e in others),
-                "name_id": self.strings.ids(e.name for e in others),
-            })  # fmt: skip
+            self.chunks["instants"].append(
+                {
+                    "ts_us": _floats(others, "ts"),
+                    "pid": self._ints_or_ids(e.pid for e in others),
+                    "tid": self._ints_or_ids(e.tid for e in others),
+                    "name_id": self.strings.ids(e.name for e in others),
+                }
+            )
 
     def _add_flows(self, category: str, events: list[s.Event]) -> None:
         events = _with_time(events)
         if not events:
             return
         ids = [e.id if e.id.__class__ is int else self._string_pid(e.id) for e in events]
-        self.chunks["flows"].append({
-            "ts_us": _floats(events, "ts"),
-            "pid": self._ints_or_ids(e.pid for e in events),
-            "tid": self._ints_or_ids(e.tid for e in events),
-            "flow_id": np.array(ids, dtype=np.int64),
-            "phase": np.array([FLOW_PHASES[e.ph] for e in events], dtype=np.int64),
-            "category_id": np.full(len(events), self.strings.id(category), np.int64),
-        })  # fmt: skip
+        self.chunks["flows"].append(
+            {
+                "ts_us": _floats(events, "ts"),
+                "pid": self._ints_or_ids(e.pid for e in events),
+                "tid": self._ints_or_ids(e.tid for e in events),
+                "flow_id": np.array(ids, dtype=np.int64),
+                "phase": np.array([FLOW_PHASES[e.ph] for e in events], dtype=np.int64),
+                "category_id": np.full(len(events), self.strings.id(category), np.int64),
+            }
+        )
 
 
 _SPAN_TABLE_OF_KIND = {
-    KERNEL: "kernels", MEMCPY: "memcpy", MEMSET: "memset", RUNTIME: "runtime", DRIVER: "runtime",
-    CPU_OP: "cpu_ops", ANNOTATION: "annotations", GPU_ANNOTATION: "gpu_annotations",
-    PYTHON: "python_functions", SYNC: "syncs",
-}  # fmt: skip
+    KERNEL: "kernels",
+    MEMCPY: "memcpy",
+    MEMSET: "memset",
+    RUNTIME: "runtime",
+    DRIVER: "runtime",
+    CPU_OP: "cpu_ops",
+    ANNOTATION: "annotations",
+    GPU_ANNOTATION: "gpu_annotations",
+    PYTHON: "python_functions",
+    SYNC: "syncs",
+}
 
 
 def _with_time(events: list[s.Event]) -> list[s.Event]:

@@ -123,13 +123,13 @@ def decode_whole(path: Path, on_batch: Any) -> dict[str, Any]:
     try:
         return _decode_document(path, data, on_batch)
     except msgspec.ValidationError as error:
-        raise TraceFormatError(f"{path}: {_explain(error)}") from None
+        raise TraceFormatError(f"{path}: {describe_error(error)}") from None
     except msgspec.DecodeError:
         pass
     try:
         return _decode_document(path, _repair(data), on_batch)
     except msgspec.DecodeError as error:
-        raise TraceFormatError(f"{path}: not valid JSON ({_explain(error)})") from None
+        raise TraceFormatError(f"{path}: not valid JSON ({describe_error(error)})") from None
 
 
 def _decode_document(path: Path, data: bytes, on_batch: Any) -> dict[str, Any]:
@@ -154,6 +154,14 @@ def _repair(data: bytes) -> bytes:
     return _BARE_NA.sub(rb'\1"N/A"\2', text)
 
 
-def _explain(error: msgspec.DecodeError) -> str:
-    message = str(error).replace("`$`", "the top level").replace("`", "'")
-    return message[0].lower() + message[1:] if message else "cannot decode"
+_AT_EVENT = re.compile(r" - at .\$\[\d+\]\.?([^`']*).$")
+
+
+def describe_error(error: Exception) -> str:
+    """msgspec's message, with batch-local positions ('$[3].args.stream') made readable."""
+    text = str(error)
+    field = _AT_EVENT.search(text)
+    if field:
+        where = f"event field '{field.group(1)}'" if field.group(1) else "an event"
+        text = f"{where} has an unexpected value ({text[: field.start()]})"
+    return text.replace("`", "'") or "unexpected content"

@@ -18,7 +18,7 @@ import numpy as np
 from aiprof.errors import InputError, TraceFormatError
 from aiprof.trace import links
 from aiprof.trace.build import TableBuilder
-from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole
+from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
 from aiprof.trace.model import Trace, TraceSet
 from aiprof.trace.steps import find_steps
@@ -55,7 +55,7 @@ def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = No
         with _gc_paused():
             metadata = _read_events(file, builder)
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
-        raise TraceFormatError(f"{file}: {_describe(error)}") from None
+        raise TraceFormatError(f"{file}: {describe_error(error)}") from None
     except RecursionError:
         raise TraceFormatError(f"{file}: JSON nested too deeply to be a trace") from None
     return _assemble(file, metadata, builder, step_annotation)
@@ -72,19 +72,6 @@ def _read_events(file: Path, builder: TableBuilder) -> dict[str, Any]:
     except CutFailed:
         builder.reset()
         return decode_whole(file, builder.add)
-
-
-_AT_EVENT = re.compile(r" - at .\$\[\d+\]\.?([^`']*).$")
-
-
-def _describe(error: Exception) -> str:
-    """msgspec's message, with batch-local positions ('$[3].args.stream') made readable."""
-    text = str(error)
-    field = _AT_EVENT.search(text)
-    if field:
-        where = f"event field '{field.group(1)}'" if field.group(1) else "an event"
-        text = f"{where} has an unexpected value ({text[: field.start()]})"
-    return text.replace("`", "'") or "unexpected content"
 
 
 @contextmanager
@@ -190,9 +177,10 @@ def trace_files(target: str | os.PathLike[str]) -> list[Path]:
 
 def _traces_in(paths: Iterable[Path]) -> list[Path]:
     return sorted(
-        p for p in paths
+        p
+        for p in paths
         if p.is_file() and p.name.endswith(TRACE_SUFFIXES) and p.name != "meta.json"
-    )  # fmt: skip
+    )
 
 
 def load_traces(

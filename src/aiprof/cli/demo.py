@@ -1,0 +1,54 @@
+"""``aiprof demo``: profile a small bundled workload here and summarize it and a real H200 trace."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from aiprof.cli._command import Command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="directory for the demo's trace (default: a new temporary one)",
+    )
+    parser.add_argument(
+        "--no-workload",
+        action="store_true",
+        help="skip the PyTorch workload; only summarize the bundled H200 trace",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiprof.analysis.summary import summary
+    from aiprof.demo import bundled_trace_path, profile_small_training
+    from aiprof.errors import MissingDependencyError
+    from aiprof.report.summary_terminal import render_summaries
+    from aiprof.report.terminal import console, text
+    from aiprof.trace import load_trace
+
+    out = console()
+    if not args.no_workload:
+        out.rule("1. A small CNN trained for 4 steps on this machine, under torch.profiler")
+        try:
+            path = profile_small_training(args.out)
+        except MissingDependencyError as error:
+            out.print(f"skipped: {text(str(error))}")
+        else:
+            render_summaries(out, summary(load_trace(path)))
+            out.print(f"trace written to {text(str(path))}")
+    out.rule("2. A real trace recorded on an NVIDIA H200 (ships with aiprof)")
+    render_summaries(out, summary(load_trace(bundled_trace_path())))
+    return 0
+
+
+COMMAND = Command(
+    name="demo",
+    help="profile a small bundled workload and summarize it, plus a real H200 trace",
+    add_arguments=add_arguments,
+    run=run,
+    order=1,
+)
