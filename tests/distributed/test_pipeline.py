@@ -131,3 +131,12 @@ def test_cli_json(capsys):
 def test_cli_bad_input(capsys, argv):
     assert main(["pipeline", *argv]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_cli_tensor_parallel_volume(capsys):
+    argv = ["pipeline", "--stages", "2", "--microbatches", "4", "--tp", "8", "--hidden", "12288",
+            "--seq", "2048", "--json"]
+    assert main(argv) == 0
+    tp = json.loads(capsys.readouterr().out)["tensor_parallel"]
+    assert tp["bytes_sent_per_rank_per_layer"] == pytest.approx(336 * 2**20)
+    assert main(["pipeline", "--stages", "2", "--microbatches", "4", "--tp", "8"]) == 2

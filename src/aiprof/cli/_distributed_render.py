@@ -271,3 +271,18 @@ def render_scaling(report: Any) -> None:
             f"{p.speedup:.2f}",
         )
     _print(table)
+
+
+def render_tp_volume(v: Any) -> None:
+    """Tensor-parallel bytes and time per layer and per step."""
+    simple_table(
+        f"tensor parallel t = {v.tensor_parallel}",
+        [
+            ("one all-reduce", format_bytes(v.allreduce_bytes)),
+            ("all-reduces per layer", str(v.num_allreduces_per_layer)),
+            ("sent per rank per layer", format_bytes(v.bytes_sent_per_rank_per_layer)),
+            ("sent per rank per step", format_bytes(v.bytes_sent_per_rank_per_step)),
+            ("all-reduce time per layer (ms)", _ms(v.comm_time_per_layer_us)),
+            ("all-reduce time per step (ms)", _ms(v.comm_time_per_step_us)),
+        ],
+    )

@@ -45,6 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CSV with columns time_us,state_bytes,activation_bytes, one row per layer",
     )
     parser.add_argument("--memory-cap-gb", type=float, help="GPU memory per stage (GB)")
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (TP volume)")
+    parser.add_argument("--hidden", type=int, help="hidden size h (TP volume)")
+    parser.add_argument("--seq", type=int, help="sequence length s (TP volume)")
+    parser.add_argument("--micro-batch", type=int, default=1, help="micro-batch size b (TP volume)")
+    parser.add_argument(
+        "--full-recompute", action="store_true", help="TP: recompute adds 2 all-reduces"
+    )
+    parser.add_argument("--link", default="nvlink", help="link preset for TP all-reduce time")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -97,13 +105,47 @@ def run(args: argparse.Namespace) -> int:
     if costs is not None:
         cap = math.inf if args.memory_cap_gb is None else args.memory_cap_gb * 1e9
         split = partition_layers(costs, args.stages, args.microbatches, cap)
+    volume = _tp_volume(args, split)
     if args.json:
-        print(dumps({"schema": SCHEMA, "bubbles": bubbles, "partition": split}))
+        print(
+            dumps(
+                {
+                    "schema": SCHEMA,
+                    "bubbles": bubbles,
+                    "partition": split,
+                    "tensor_parallel": volume,
+                }
+            )
+        )
         return 0
-    from aiprof.cli._distributed_render import render_pipeline
+    from aiprof.cli._distributed_render import render_pipeline, render_tp_volume
 
     render_pipeline(bubbles, split)
+    if volume is not None:
+        render_tp_volume(volume)
     return 0
+
+
+def _tp_volume(args: argparse.Namespace, split: object):  # type: ignore[no-untyped-def]
+    """Megatron TP volume when --tp > 1 with --hidden and --seq; None otherwise."""
+    if args.tp <= 1 and args.hidden is None:
+        return None
+    if args.hidden is None or args.seq is None:
+        raise InputError("the tensor-parallel volume needs --hidden and --seq")
+    from aiprof.distributed.links import link_preset
+    from aiprof.distributed.tensor_parallel import tensor_parallel_volume
+
+    layers = max(getattr(split, "layers_per_stage", [1]))
+    return tensor_parallel_volume(
+        micro_batch=args.micro_batch,
+        seq_len=args.seq,
+        hidden_size=args.hidden,
+        tensor_parallel=args.tp,
+        layers_per_stage=layers,
+        num_microbatches=args.microbatches,
+        full_recompute=args.full_recompute,
+        link=link_preset(args.link),
+    )
 
 
 COMMAND = Command(
