@@ -155,7 +155,8 @@ class CaptureSession:
         uninstallers = self._state.uninstallers
         if self.options.steps_from:
             named = self.options.steps_from
-            uninstallers.append(install_record_function_hook(named, lambda: self.step("named")))
+            uninstallers.append(install_record_function_hook(
+                lambda name: name == named, lambda: self.step("named")))
             uninstallers.append(install_function_hook(named, lambda: self.step("named")))
         else:
             uninstallers.append(install_optimizer_hook(lambda opt: self.step("optimizer", opt)))

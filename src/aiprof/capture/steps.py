@@ -50,26 +50,52 @@ class StepPolicy:
         return True
 
 
+OPTIMIZER_RANGE_PREFIX = "Optimizer.step#"
+"""``record_function`` name torch gives every ``Optimizer.step`` (``profile_hook_step``)."""
+
+
 def install_optimizer_hook(on_step: Callable[[object], None]) -> Callable[[], None]:
-    """Call ``on_step(optimizer)`` after every optimizer step; returns the uninstaller."""
+    """Call ``on_step(optimizer)`` after every optimizer step; returns the uninstaller.
+
+    torch runs post-hooks inside the step's ``Optimizer.step#...`` range, so calling the
+    profiler there would end a ProfilerStep in the middle of that range (intersecting spans).
+    The hook only marks the step; the boundary is made when the range closes (or, if it was
+    never seen to close, at the next hook).
+    """
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
+    pending: list[object] = []
+
     def hook(optimizer: object, args: Any, kwargs: Any) -> None:
-        on_step(optimizer)
+        if pending:
+            on_step(pending.pop())
+        pending.append(optimizer)
+
+    def range_closed() -> None:
+        if pending:
+            on_step(pending.pop())
 
     handle = register_optimizer_step_post_hook(hook)
-    return handle.remove
+    remove_range_hook = install_record_function_hook(
+        lambda name: name.startswith(OPTIMIZER_RANGE_PREFIX), range_closed)
+
+    def uninstall() -> None:
+        handle.remove()
+        remove_range_hook()
+
+    return uninstall
 
 
-def install_record_function_hook(name: str, on_step: Callable[[], None]) -> Callable[[], None]:
-    """Call ``on_step()`` when a ``record_function(name)`` range closes."""
+def install_record_function_hook(matches: Callable[[str], bool],
+                                 on_step: Callable[[], None]) -> Callable[[], None]:
+    """Call ``on_step()`` after a ``record_function`` range whose name ``matches`` closes."""
     from torch.autograd import profiler
 
     original = profiler.record_function.__exit__
 
     def exit_and_step(self: Any, *exc: Any) -> Any:
         result = original(self, *exc)
-        if getattr(self, "name", None) == name:
+        if matches(str(getattr(self, "name", ""))):
             on_step()
         return result
 
