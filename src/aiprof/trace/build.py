@@ -103,9 +103,9 @@ class TableBuilder:
             else:  # M (metadata), C (counters), B/E and others carry nothing analysed
                 self.num_skipped += len(group)
 
-    def _common(self, events: list[s.Event]) -> dict[str, np.ndarray]:
+    def _common(self, events: list[s.Event], ts: np.ndarray) -> dict[str, np.ndarray]:
         return {
-            "ts_us": _floats(events, "ts"),
+            "ts_us": ts,
             "dur_us": _floats(events, "dur"),
             "name_id": self.strings.ids(map(attrgetter("name"), events)),
             "pid": self._ints_or_ids(map(attrgetter("pid"), events)),
@@ -116,7 +116,7 @@ class TableBuilder:
         """pid/tid: integers as they are, ``"stream 7"`` as 7, other strings as negative ids."""
         items = list(values)
         try:
-            return np.array(items, dtype=np.int64)
+            return np.fromiter(items, dtype=np.int64, count=len(items))
         except (TypeError, ValueError, OverflowError):
             out = [v if v.__class__ is int else self._string_pid(v) for v in items]
             return np.array(out, dtype=np.int64)
@@ -129,11 +129,11 @@ class TableBuilder:
         return -2 - self.strings.id(text)
 
     def _add_spans(self, kind: int, events: list[s.Event]) -> None:
-        events = _with_time(events)
+        events, ts = _with_time(events)
         if not events:
             return
         args = _ARGS_DECODERS[kind].decode(_joined_args(events))
-        columns = self._common(events)
+        columns = self._common(events, ts)
         table = _SPAN_TABLE_OF_KIND[kind]
         if kind in (KERNEL, MEMCPY, MEMSET):
             columns |= self._gpu_columns(args)
@@ -224,14 +224,14 @@ class TableBuilder:
         return ids
 
     def _add_other(self, category: str, events: list[s.Event]) -> None:
-        events = _with_time(events)
+        events, ts = _with_time(events)
         if events:
-            columns = self._common(events)
+            columns = self._common(events, ts)
             columns["category_id"] = np.full(len(events), self.strings.id(category), np.int64)
             self.chunks["other_spans"].append(columns)
 
     def _add_instants(self, events: list[s.Event]) -> None:
-        events = _with_time(events)
+        events, ts = _with_time(events)
         memory = [e for e in events if e.name == "[memory]"]
         others = [e for e in events if e.name != "[memory]"]
         if memory:
@@ -264,13 +264,13 @@ class TableBuilder:
             )
 
     def _add_flows(self, category: str, events: list[s.Event]) -> None:
-        events = _with_time(events)
+        events, ts = _with_time(events)
         if not events:
             return
         ids = [e.id if e.id.__class__ is int else self._string_pid(e.id) for e in events]
         self.chunks["flows"].append(
             {
-                "ts_us": _floats(events, "ts"),
+                "ts_us": ts,
                 "pid": self._ints_or_ids(e.pid for e in events),
                 "tid": self._ints_or_ids(e.tid for e in events),
                 "flow_id": np.array(ids, dtype=np.int64),
@@ -294,12 +294,13 @@ _SPAN_TABLE_OF_KIND = {
 }
 
 
-def _with_time(events: list[s.Event]) -> list[s.Event]:
-    """The events that carry a timestamp (``M`` metadata events may not)."""
-    finite = np.isfinite(_floats(events, "ts"))
+def _with_time(events: list[s.Event]) -> tuple[list[s.Event], np.ndarray]:
+    """The events that carry a timestamp (``M`` metadata events may not), and their times."""
+    ts = _floats(events, "ts")
+    finite = np.isfinite(ts)
     if finite.all():
-        return events
-    return [e for e, keep in zip(events, finite.tolist(), strict=True) if keep]
+        return events, ts
+    return [e for e, keep in zip(events, finite.tolist(), strict=True) if keep], ts[finite]
 
 
 def _group_by(events: list[s.Event], field: str) -> list[tuple[str, list[s.Event]]]:

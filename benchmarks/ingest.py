@@ -1,0 +1,160 @@
+"""Ingest benchmark: aiprof load + summary vs HTA load + temporal breakdown vs bare orjson.
+
+Each measurement runs in its own Python process (imports excluded from the timed region);
+the tools are interleaved (A B C A B C ...) and medians reported with ratios against aiprof
+measured in the same run. Inputs: ../shared/traces/public/df_index_resolver (54 MB raw)
+and a synthetic 8-rank set (8 copies with rank ids rewritten, about 430 MB raw).
+
+    python benchmarks/ingest.py --hta-python /path/to/venv-with-hta/bin/python
+
+HTA runs in its own environment (``pip install holistictraceanalysis``); without
+``--hta-python`` only aiprof and orjson are measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_TRACE = REPO.parent / "shared" / "traces" / "public" / "df_index_resolver" / "df_index_resolver.json.gz"
+
+# Each child prints one JSON line: {"seconds": float, "rss_mib": float, "child_rss_mib": float}
+CHILD_PRELUDE = """
+import json, resource, sys, time
+def report(t0):
+    elapsed = time.perf_counter() - t0
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps({"seconds": elapsed, "rss_mib": me, "child_rss_mib": kids}))
+"""
+
+AIPROF = CHILD_PRELUDE + """
+import aiprof
+target = sys.argv[1]
+t0 = time.perf_counter()
+traces = aiprof.load_traces(target)
+summaries = aiprof.summary(traces)
+assert summaries and summaries[0].num_steps > 0
+report(t0)
+"""
+
+HTA = CHILD_PRELUDE + """
+import logging, warnings
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+target = sys.argv[1]
+t0 = time.perf_counter()
+analysis = TraceAnalysis(trace_dir=target)
+breakdown = analysis.get_temporal_breakdown(visualize=False)
+assert len(breakdown) > 0
+report(t0)
+"""
+
+ORJSON = CHILD_PRELUDE + """
+import orjson
+from pathlib import Path
+from isal import igzip
+target = Path(sys.argv[1])
+files = sorted(p for p in target.iterdir() if p.name.endswith((".json", ".json.gz")))
+t0 = time.perf_counter()
+for path in files:
+    data = path.read_bytes()
+    if data[:2] == b"\\x1f\\x8b":
+        data = igzip.decompress(data)
+    document = orjson.loads(data)
+    del document
+report(t0)
+"""
+
+
+def measure(python: str, code: str, target: Path) -> dict[str, float]:
+    done = subprocess.run([python, "-c", code, str(target)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{python} failed on {target}:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def make_rank_set(source: Path, ranks: int, out: Path) -> Path:
+    """Write ``ranks`` plain-JSON copies of ``source`` with distributedInfo.rank rewritten."""
+    import gzip
+
+    text = gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()
+    head, marker, rest = text.partition(b'"traceEvents"')
+    for rank in range(ranks):
+        new_head = _with_rank(head, rank)
+        (out / f"rank{rank}.json").write_bytes(new_head + marker + rest)
+    return out
+
+
+def _with_rank(head: bytes, rank: int) -> bytes:
+    import re
+
+    replaced, count = re.subn(rb'"rank":\s*\d+', f'"rank": {rank}'.encode(), head, count=1)
+    if count != 1:
+        raise ValueError("the source trace has no distributedInfo.rank to rewrite")
+    return replaced
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument("--hta-python", help="python executable of an environment with HTA")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ranks", type=int, default=8)
+    args = parser.parse_args()
+
+    tools = {"aiprof": (sys.executable, AIPROF), "orjson": (sys.executable, ORJSON)}
+    if args.hta_python:
+        tools["hta"] = (args.hta_python, HTA)
+    with tempfile.TemporaryDirectory(prefix="aiprof-ingest-") as tmp:
+        single = Path(tmp) / "single"
+        single.mkdir()
+        (single / args.trace.name).symlink_to(args.trace.resolve())
+        multi = Path(tmp) / "ranks"
+        multi.mkdir()
+        make_rank_set(args.trace, args.ranks, multi)
+        raw_mib = sum(p.stat().st_size for p in multi.iterdir()) / 2**20
+        print(f"machine: {platform.machine()}, {platform.python_implementation()} "
+              f"{platform.python_version()}, {_cores()} cores; date {time.strftime('%Y-%m-%d')}")
+        print(f"single: {args.trace.name}; {args.ranks}-rank set: {raw_mib:.0f} MiB raw JSON")
+        for label, target in (("1 rank", single), (f"{args.ranks} ranks", multi)):
+            results: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
+            for _ in range(args.repeat):
+                for name, (python, code) in tools.items():
+                    results[name].append(measure(python, code, target))
+            _print_table(label, results)
+    return 0
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _print_table(label: str, results: dict[str, list[dict[str, float]]]) -> None:
+    base = statistics.median(r["seconds"] for r in results["aiprof"])
+    base_rss = max(r["rss_mib"] for r in results["aiprof"])
+    print(f"\n{label}: median of {len(results['aiprof'])} interleaved runs, each in its own process")
+    print(f"{'tool':<8} {'median s':>9} {'min s':>8} {'max s':>8} {'x aiprof':>9} "
+          f"{'peak RSS MiB':>13} {'children MiB':>13} {'RSS x aiprof':>13}")
+    for name, runs in results.items():
+        seconds = [r["seconds"] for r in runs]
+        rss = max(r["rss_mib"] for r in runs)
+        kids = max(r["child_rss_mib"] for r in runs)
+        print(f"{name:<8} {statistics.median(seconds):>9.3f} {min(seconds):>8.3f} "
+              f"{max(seconds):>8.3f} {statistics.median(seconds) / base:>9.1f} "
+              f"{rss:>13.0f} {kids:>13.0f} {rss / base_rss:>13.1f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
