@@ -50,6 +50,7 @@ def _program(cmd: list[str]) -> list[str]:
 def _run_ncu(metrics: list[str], args: argparse.Namespace) -> str:
     import shutil
     import subprocess
+    import sys
     import tempfile
 
     ncu = shutil.which("ncu")
@@ -60,11 +61,15 @@ def _run_ncu(metrics: list[str], args: argparse.Namespace) -> str:
         raise InputError("--launch-count must be >= 1")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "ncu.csv"
-        done = subprocess.run(ncu_command(ncu, metrics, args, log), check=False)
+        done = subprocess.run(ncu_command(ncu, metrics, args, log), check=False,
+                              capture_output=True, text=True)
         text = log.read_text(errors="replace") if log.exists() else ""
+    if '"ID"' not in text:  # some ncu versions print the CSV to stdout despite --log-file
+        text = done.stdout
+    sys.stderr.write(done.stderr)
     if done.returncode != 0 and '"ID"' not in text:
-        raise InputError(f"ncu exited with code {done.returncode} and wrote no report: see its "
-                         "messages above (permissions for GPU counters? a crashing program?)")
+        raise InputError(f"ncu exited with code {done.returncode} and wrote no report: "
+                         f"{done.stderr.strip()[-300:] or 'no message'}")
     return text
 
 

@@ -95,7 +95,7 @@ def _raw(rows: list[dict[str, str]]) -> list[NcuLaunch]:
     if not rows:
         return []
     unit_row, data = rows[0], rows[1:]
-    names = [k for k in unit_row if k not in _IDENTITY]
+    names = [k for k in unit_row if k not in _IDENTITY and "__" in k]
     units = {n: unit_row[n] for n in names}
     return [_launch(r, {n: parse_value(r.get(n, "")) for n in names}, units) for r in data
             if r.get("ID", "").strip().isdigit()]
