@@ -1,0 +1,61 @@
+"""Assertions on run records recorded on an H200 by scripts/h200/capture_run.sh.
+
+The records are committed under tests/data/capture/ (copied from $OUT/capture/); the tests
+skip when that data is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aiprof.runrecord import load_run
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "capture"
+RECORDS = sorted(p.parent for p in DATA.glob("**/meta.json") if not p.parent.is_symlink())
+H200_SMS = 132  # cudaDeviceProp.multiProcessorCount measured on an H200 (reference: gpu-models.md)
+
+
+@pytest.fixture(params=RECORDS or [None], ids=lambda p: p.name if p else "none")
+def record(request):
+    if request.param is None:
+        pytest.skip("no H200 run records under tests/data/capture/")
+    return load_run(request.param)
+
+
+def test_meta_has_the_gpu_specs(record):
+    gpus = record.meta.gpus
+    assert gpus and all("H200" in gpu["name"] for gpu in gpus)
+    assert all(gpu.get("num_sms") in (None, H200_SMS) for gpu in gpus)
+    assert any(gpu.get("compute_capability") == "9.0" for gpu in gpus)
+    assert record.meta.versions.get("driver") and record.meta.versions.get("cuda")
+
+
+def test_trace_has_kernels_inside_its_steps(record):
+    assert record.traces is not None
+    trace = record.traces[0]
+    assert len(trace.kernels) > 0 and len(trace.steps) == record.meta.capture["active_steps"]
+
+
+def test_nvml_samples_show_the_gpu_working(record):
+    samples = record.samples
+    assert samples.num_samples > 0 and record.meta.samples["source"] == "nvml"
+    assert np.nanmax(samples["gpu_util_pct"]) > 0
+    assert np.nanmax(samples["power_w"]) > 0
+    times = samples["time_unix_ns"]
+    assert times.min() >= record.meta.start_unix_ns
+    assert times.max() <= record.meta.end_unix_ns
+    # 20 Hz per device: gaps between ticks of one device are near 50 ms
+    one = np.sort(times[samples["device"] == samples["device"][0]])
+    assert np.median(np.diff(one)) / 1e6 == pytest.approx(50, rel=0.5)
+
+
+def test_overhead_on_the_gpu_is_at_most_3_pct():
+    path = DATA / "overhead.json"
+    if not path.is_file():
+        pytest.skip("no overhead.json from scripts/h200/capture_overhead.sh")
+    summary = json.loads(path.read_text())["summary"]
+    assert summary["extra_paired_active_step_pct"] <= 3.0
