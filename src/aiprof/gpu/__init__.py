@@ -3,6 +3,7 @@
 from aiprof.gpu.kernel_occupancy import KernelOccupancy, kernel_occupancy
 from aiprof.gpu.occupancy import Occupancy, occupancy
 from aiprof.gpu.occupancy_sweep import OccupancySweep, sweep
+from aiprof.gpu.trace_occupancy import kineto_estimate_pct, trace_kernel_occupancy
 
-__all__ = ["KernelOccupancy", "Occupancy", "OccupancySweep", "kernel_occupancy", "occupancy",
-           "sweep"]
+__all__ = ["KernelOccupancy", "Occupancy", "OccupancySweep", "kernel_occupancy",
+           "kineto_estimate_pct", "occupancy", "sweep", "trace_kernel_occupancy"]
