@@ -58,7 +58,9 @@ class ResNet(nn.Module):
     def __init__(self, block: type, layers: list[int], num_classes: int = 1000) -> None:
         super().__init__()
         self.stem = nn.Sequential(
-            nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
             nn.MaxPool2d(3, 2, 1),
         )
         stages, cin = [], 64
@@ -94,8 +96,12 @@ def bert(attn: str = "eager") -> nn.Module:
     from transformers import BertConfig, BertModel
 
     config = BertConfig(
-        num_hidden_layers=2, num_attention_heads=4, hidden_size=128, intermediate_size=512,
-        vocab_size=1000, max_position_embeddings=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        hidden_size=128,
+        intermediate_size=512,
+        vocab_size=1000,
+        max_position_embeddings=128,
     )
     return _hf(BertModel, config, attn)
 

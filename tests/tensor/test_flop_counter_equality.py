@@ -8,23 +8,26 @@ from collections import Counter
 import pytest
 
 torch = pytest.importorskip("torch")
+from tests.tensor import nets  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
-from tests.tensor import nets  # noqa: E402
 
 # CPU attention ops that FlopCounterMode has no formula for (it counts them as 0); aiprof
 # counts them with the same formula as the CUDA attention ops.
-NOT_IN_FLOP_COUNTER = {"_scaled_dot_product_flash_attention_for_cpu",
-                       "_scaled_dot_product_flash_attention_for_cpu_backward"}
+NOT_IN_FLOP_COUNTER = {
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+}
 
 
 def _compare(model, inputs, backward: bool) -> tuple[Counter, Counter]:
     torch.manual_seed(0)
     with FlopCounterMode(display=False) as counter:
         analysis = analyze_model(model, inputs, backward=backward)
-    theirs = Counter({str(k).removeprefix("aten."): v
-                      for k, v in counter.get_flop_counts()["Global"].items()})
+    theirs = Counter(
+        {str(k).removeprefix("aten."): v for k, v in counter.get_flop_counts()["Global"].items()}
+    )
     ours: Counter = Counter()
     for record in analysis.ops:
         if record.cost.family in ("matmul", "convolution", "attention"):

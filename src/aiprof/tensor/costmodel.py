@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aiprof.errors import InputError
 from aiprof.tensor.compute_ops import COMPUTE_COSTS
-from aiprof.tensor.memory_ops import memory_costs
+from aiprof.tensor.memory_ops import FACTORY_OPS, memory_costs
 from aiprof.tensor.opcall import OpCall
 from aiprof.tensor.opcost import OpCost, first_precision
 
@@ -33,6 +33,10 @@ def op_cost(call: OpCall) -> OpCost:
     cost_fn = _COSTS.get(call.op)
     if cost_fn is None:
         return _uncosted(call, "no cost model for this op")
+    if not call.tensors() and call.op not in FACTORY_OPS:
+        return _uncosted(
+            call, "record incomplete: no input shapes (profile with record_shapes=True)"
+        )
     try:
         return cost_fn(call)
     except (InputError, IndexError, TypeError, ValueError, ZeroDivisionError) as error:

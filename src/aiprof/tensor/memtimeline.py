@@ -7,6 +7,7 @@ trace table without torch. Lifetimes pair each allocation with the next free of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -94,3 +95,29 @@ def _lifetimes(ts_us: np.ndarray, delta: np.ndarray, addr: np.ndarray) -> list[A
             done.append(Allocation(a, size, start, t))
     done.extend(Allocation(a, size, start, None) for a, (start, size) in open_blocks.items())
     return sorted(done, key=lambda x: (x.alloc_us, x.addr))
+
+
+def trace_memory_timeline(
+    trace: Any, device_id: int | None = None, *, top: int = 10
+) -> MemoryTimeline:
+    """The timeline of one device's ``[memory]`` events in a trace (default: the GPU with the
+    most events, else the CPU)."""
+    memory = trace.memory
+    if len(memory) == 0:
+        raise InputError(f"{trace.path}: no [memory] events; record with profile_memory=True")
+    if device_id is None:
+        cuda = memory.device_type == 1
+        pool = memory.device_id[cuda] if cuda.any() else memory.device_id
+        device_id = int(np.bincount(pool - pool.min()).argmax() + pool.min())
+        mask = (memory.device_id == device_id) & (cuda if cuda.any() else True)
+    else:
+        mask = memory.device_id == device_id
+    if not mask.any():
+        raise InputError(f"{trace.path}: no [memory] events on device {device_id}")
+    return memory_timeline(
+        memory.ts_us[mask],
+        memory.bytes[mask],
+        memory.addr[mask],
+        memory.total_allocated[mask],
+        top=top,
+    )

@@ -76,7 +76,7 @@ def gemm_tiling(
         raise InputError(
             f"a {cache_bytes}-byte cache cannot hold three {multiple}x{multiple} tiles"
         )
-    tile = min(tile, max(m, n, k))
+    tile = min(tile, -(-max(m, n, k) // multiple) * multiple)  # no bigger than the problem
     traffic = elem_bytes * (m * k * math.ceil(n / tile) + k * n * math.ceil(m / tile) + m * n)
     return GemmTiling(
         tile=tile,

@@ -27,7 +27,9 @@ class RooflineRow:
 
     op: str
     shapes: str
-    """Input shapes of the first call, as text."""
+    """Input shapes, as text."""
+    dtypes: str
+    """Input dtypes, as text."""
     num_calls: int
     point: RooflinePoint
     """Totals over the calls: FLOPs, bytes, measured and roof times."""
@@ -44,7 +46,7 @@ class TraceRoofline:
     num_ops: int
     num_ops_without_model: int
     device_us: float
-    """Device time of all launching ops."""
+    """Device time of all launching ops except collectives (costed or not)."""
     device_us_without_model: float
     """Device time of ops the cost model could not cost (unknown op or no shapes)."""
     device_us_communication: float
@@ -63,21 +65,23 @@ def trace_roofline(
                 "the trace names no GPU (no deviceProperties): pass --gpu NAME or --ceilings FILE"
             )
         ceilings = ceilings_for_gpu(device.name)
-    groups: dict[tuple[str, str], list[tuple[OpCost, float]]] = defaultdict(list)
-    uncosted_us = comm_us = 0.0
+    groups: dict[tuple[str, str, str], list[tuple[OpCost, float]]] = defaultdict(list)
+    uncosted_us = comm_us = total_us = 0.0
     num_ops = num_missing = 0
     for op in launching_ops(trace):
         if op.call.name.startswith(COMMUNICATION_PREFIXES):
             comm_us += op.device_us
             continue
         num_ops += 1
+        total_us += op.device_us
         cost = op_cost(op.call)
         if not cost.has_model:
             num_missing += 1
             uncosted_us += op.device_us
-        shapes = str([t.shape for t in op.call.tensors()])
-        groups[(cost.op, shapes)].append((cost, op.device_us))
-    rows = [_row(op, shapes, items, ceilings, allow_tf32) for (op, shapes), items in groups.items()]
+        tensors = op.call.tensors()
+        key = (cost.op, str([t.shape for t in tensors]), ",".join(t.dtype for t in tensors))
+        groups[key].append((cost, op.device_us))
+    rows = [_row(key, items, ceilings, allow_tf32) for key, items in groups.items()]
     rows.sort(key=lambda r: (-(r.point.time_lost_us or 0.0), r.op, r.shapes))
     return TraceRoofline(
         device=ceilings.name,
@@ -85,7 +89,7 @@ def trace_roofline(
         rows=tuple(rows),
         num_ops=num_ops,
         num_ops_without_model=num_missing,
-        device_us=sum(r.point.measured_us or 0.0 for r in rows),
+        device_us=total_us,
         device_us_without_model=uncosted_us,
         device_us_communication=comm_us,
         time_lost_us=sum(r.point.time_lost_us or 0.0 for r in rows),
@@ -93,7 +97,10 @@ def trace_roofline(
 
 
 def _row(
-    op: str, shapes: str, items: list[tuple[OpCost, float]], ceilings: Ceilings, allow_tf32: bool
+    key: tuple[str, str, str],
+    items: list[tuple[OpCost, float]],
+    ceilings: Ceilings,
+    allow_tf32: bool,
 ) -> RooflineRow:
     first = items[0][0]
     total = OpCost(
@@ -110,4 +117,5 @@ def _row(
     point = place(total, ceilings, measured, allow_tf32=allow_tf32)
     per_call = place(first, ceilings, allow_tf32=allow_tf32)  # latency is judged per call
     point = replace(point, bound=per_call.bound)
-    return RooflineRow(op=op, shapes=shapes, num_calls=len(items), point=point)
+    op, shapes, dtypes = key
+    return RooflineRow(op=op, shapes=shapes, dtypes=dtypes, num_calls=len(items), point=point)
