@@ -58,7 +58,9 @@ class DynamicBatcher:
             raise InputError(f"number of model instances {num_instances} must be at least 1")
         self.policy = policy
         self._model = model_fn
-        self._is_async = inspect.iscoroutinefunction(model_fn)
+        self._is_async = inspect.iscoroutinefunction(model_fn) or inspect.iscoroutinefunction(
+            getattr(model_fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+        )
         self._in_thread = run_in_thread and not self._is_async
         self._clock: Clock = clock or LoopClock()
         self._queue = BatchQueue(policy)
