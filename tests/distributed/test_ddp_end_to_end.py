@@ -70,9 +70,12 @@ def test_straggler_is_named_and_overlap_reported(straggler_run, capsys):
     assert main(["distributed", str(straggler_run), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["num_ranks"] == 2 and report["backend"] == "gloo"
-    assert [s["rank"] for s in report["stragglers"]] == [1]
+    # Stragglers come most-waited-for first; only rank 1 makes the other wait (on a shared
+    # 2-core CPU rank 0 may also show up as a compute outlier, never as a late arrival).
     straggler = report["stragglers"][0]
-    assert "late arrival" in straggler["reason"]
+    assert straggler["rank"] == 1 and "late arrival" in straggler["reason"]
+    late = [s["rank"] for s in report["stragglers"] if "late arrival" in s["reason"]]
+    assert late == [1]
     # Rank 0 waits for rank 1's 150 ms sleep in every step (less what rank 1 itself waits).
     assert straggler["others_wait_us_per_step"] > 0.5 * 150_000
     for rank in report["ranks"]:
