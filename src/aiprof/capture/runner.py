@@ -123,10 +123,19 @@ def _execute(target: Target) -> Outcome:
     except Terminated:
         return Outcome(ended="terminated", exit_code=EXIT_TERMINATED, error="SIGTERM")
     except BaseException as error:  # the script's own failure: show it as python would
-        traceback.print_exc()
+        _print_user_traceback(error)
         return Outcome(ended="exception", exit_code=1,
                        error=f"{type(error).__name__}: {error}")
     return Outcome()
+
+
+def _print_user_traceback(error: BaseException) -> None:
+    """The traceback from the script's own frames on (this module and runpy left out)."""
+    tb = error.__traceback__
+    while tb is not None and (tb.tb_frame.f_code.co_filename == __file__
+                              or tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb)
 
 
 @contextmanager
