@@ -135,3 +135,26 @@ def test_unknown_nvprof_metric_and_garbage_csv(tmp_path, capsys):
     path.write_text("not a csv at all\n")
     assert main(["kernels", "--csv-input", str(path)]) == 2
     assert main(["kernels", "--csv-input", str(path), "--nvprof-metrics", "nope"]) == 2
+
+
+def test_runs_ncu_with_clock_control_none_and_reads_its_log(tmp_path, monkeypatch, capsys):
+    # A stand-in ncu on PATH: records its arguments and writes the hand-made CSV to --log-file.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (tmp_path / "report.csv").write_text(CSV)
+    fake = bindir / "ncu"
+    fake.write_text("#!/bin/sh\n"
+                    f'echo "$@" > "{tmp_path}/args"\n'
+                    'while [ "$1" != "--log-file" ]; do shift; done\n'
+                    f'cp "{tmp_path}/report.csv" "$2"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    code = main(["kernels", "--ncu", "--kernel-regex", "transpose", "--launch-count", "3",
+                 "--json", "--", "python", "x.py"])
+    assert code == 0
+    args = (tmp_path / "args").read_text().split()
+    assert args[args.index("--clock-control") + 1] == "none"
+    assert args[args.index("--kernel-name") + 1] == "regex:transpose"
+    assert args[args.index("--launch-count") + 1] == "3"
+    assert args[-2:] == ["python", "x.py"]
+    assert len(json.loads(capsys.readouterr().out)["kernels"]) == 2
