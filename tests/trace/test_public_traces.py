@@ -10,10 +10,12 @@ import pytest
 
 from aiprof import load_trace
 from aiprof.cli.main import main
-from tests.conftest import PUBLIC_TRACES
+from tests.conftest import DATA, PUBLIC_TRACES
 from tests.trace.reference import independent_counts
 
-FILES = sorted(PUBLIC_TRACES.glob("*/*.json.gz")) if PUBLIC_TRACES.is_dir() else []
+PUBLIC = sorted(PUBLIC_TRACES.glob("*/*.json.gz")) if PUBLIC_TRACES.is_dir() else []
+RECORDED_ON_H200 = sorted((DATA / "h200").glob("*.json.gz"))  # torch 2.11, CUDA 13, 2026-11-30
+FILES = PUBLIC + RECORDED_ON_H200
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name + "/" + p.name[:30])
@@ -90,3 +92,12 @@ def test_amd_trace_is_not_taken_for_hopper(public_traces: Path) -> None:
 def test_cpu_only_trace_has_no_gpu_and_a_rank_from_distributed_info(public_traces: Path) -> None:
     trace = load_trace(public_traces / "cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
     assert not trace.has_gpu and trace.rank == 34 and trace.device is None
+
+
+def test_h200_traces_carry_device_and_launch_links() -> None:
+    trace = load_trace(DATA / "h200" / "h200_resnet50_bf16.trace.json.gz")
+    assert trace.device is not None and trace.device.name == "NVIDIA H200"
+    assert trace.device.num_sms == 132 and trace.device.compute_capability == "9.0"
+    assert (trace.kernels.launch_row >= 0).mean() > 0.99
+    assert (trace.kernels.op_row >= 0).mean() > 0.95
+    assert (trace.cpu_ops.input_dims_id >= 0).any()  # record_shapes was on
