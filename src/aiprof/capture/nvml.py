@@ -41,21 +41,22 @@ def open_nvml(module: Any | None = None) -> NvmlStatus:
 
     ``module`` replaces ``import pynvml`` (tests inject a fake module object here).
     """
-    if module is None:
+    nvml: Any = module
+    if nvml is None:
         try:
-            import pynvml as module  # type: ignore[import-not-found, no-redef]
+            import pynvml as nvml  # type: ignore[import-not-found, no-redef]
         except ImportError:
             return NvmlStatus(None, "no GPU samples: nvidia-ml-py is not installed "
                               "(pip install 'aiprof[torch]')")
     try:
-        module.nvmlInit()
-        count = int(module.nvmlDeviceGetCount())
-        devices = tuple(module.nvmlDeviceGetHandleByIndex(index) for index in range(count))
+        nvml.nvmlInit()
+        count = int(nvml.nvmlDeviceGetCount())
+        devices = tuple(nvml.nvmlDeviceGetHandleByIndex(index) for index in range(count))
     except Exception as error:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
         return NvmlStatus(None, f"no GPU samples: NVML unavailable ({error})")
     if not devices:
         return NvmlStatus(None, "no GPU samples: NVML sees no GPU")
-    return NvmlStatus(NvmlHandle(module, devices), f"NVML sees {len(devices)} GPU(s)")
+    return NvmlStatus(NvmlHandle(nvml, devices), f"NVML sees {len(devices)} GPU(s)")
 
 
 def close_nvml(handle: NvmlHandle | None) -> None:
