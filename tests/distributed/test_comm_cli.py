@@ -174,3 +174,30 @@ def test_console_entry_for_torchrun_module():
         check=False,
     )
     assert done.returncode == 0 and "bench" in done.stdout
+
+
+def test_comm_model_sweep_ring_versus_tree(capsys):
+    argv = [
+        "comm",
+        "model",
+        "--ranks",
+        "8",
+        "--bytes",
+        "8",
+        "--max-bytes",
+        "1GiB",
+        "--algorithms",
+        "ring,double_binary_tree",
+        "--json",
+    ]
+    assert main(argv) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert [p["num_bytes"] for p in points][:3] == [8, 32, 128] and points[-1]["num_bytes"] == 2**30
+    for p in points:
+        assert set(p["per_algorithm"]) == {"ring", "double_binary_tree"}
+        assert p["algorithm"] == min(
+            p["per_algorithm"], key=lambda a: p["per_algorithm"][a]["time_us"]
+        )
+    # Tree's log-depth latency wins small messages; ring's 2n(p−1)/p·β wins large ones.
+    assert points[0]["algorithm"] == "double_binary_tree" and points[-1]["algorithm"] == "ring"
+    assert main(["comm", "model", "--ranks", "8", "--bytes", "1GiB", "--max-bytes", "1MiB"]) == 2

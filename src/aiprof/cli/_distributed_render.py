@@ -40,6 +40,19 @@ def render_comm_model(cost: Any) -> None:
     _print(table)
 
 
+def render_comm_sweep(costs: list[Any]) -> None:
+    """One row per size: each algorithm's time and the cheapest."""
+    first = costs[0]
+    names = list(first.per_algorithm)
+    title = (f"{first.collective} over {first.num_ranks} ranks, link {first.link.name} "
+             f"(α {first.link.alpha_us:g} µs, {first.link.bandwidth_gbps:g} GB/s): time (µs)")
+    table = _table(title, ("size", *names, "cheapest", "busbw (GB/s)"), left=("cheapest",))
+    for c in costs:
+        times = (f"{c.per_algorithm[n].time_us:,.1f}" for n in names)
+        table.add_row(format_bytes(c.num_bytes), *times, c.algorithm, f"{c.busbw_gbps:,.2f}")
+    _print(table)
+
+
 def render_comm_bench(result: Any) -> None:
     """nccl-tests-like columns, then the α/β fits."""
     table = _table(f"comm bench: {result.backend} on {result.device}, {result.num_ranks} ranks",

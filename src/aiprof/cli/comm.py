@@ -12,6 +12,7 @@ from aiprof.cli._command import Command
 from aiprof.errors import InputError
 
 MODEL_SCHEMA = "aiprof.comm_model/1"
+SWEEP_SCHEMA = "aiprof.comm_model_sweep/1"
 
 
 def _add_model(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +37,13 @@ def _add_model(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--from-bench", type=Path, help="use α/β fitted by 'aiprof comm bench --output FILE'"
+    )
+    parser.add_argument(
+        "--algorithms",
+        help="comma-separated algorithms to compare (e.g. ring,double_binary_tree: NCCL's pair)",
+    )
+    parser.add_argument(
+        "--max-bytes", help="sweep sizes from --bytes up to this, ×4 per row (which algorithm when)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -126,6 +134,10 @@ def _run_model(args: argparse.Namespace) -> int:
         raise InputError(f"--ranks must be >= 1, got {args.ranks}")
     link = _link(args, collective)
     algorithms = ("ring",) if link.name == "measured" else None
+    if args.algorithms:
+        algorithms = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+    if args.max_bytes is not None:
+        return _run_sweep(args, collective, link, algorithms)
     cost = model_collective(collective, parse_bytes(args.bytes), args.ranks, link, algorithms)
     if args.json:
         print(dumps({"schema": MODEL_SCHEMA, **_as_dict(cost)}))
@@ -133,6 +145,28 @@ def _run_model(args: argparse.Namespace) -> int:
     from aiprof.cli._distributed_render import render_comm_model
 
     render_comm_model(cost)
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace, collective: str, link: Any, algorithms: Any) -> int:
+    from aiprof.distributed.bench import size_sweep
+    from aiprof.distributed.collectives import model_collective
+    from aiprof.distributed.sizes import parse_bytes
+    from aiprof.report.jsonout import dumps
+
+    low, high = max(parse_bytes(args.bytes), 1), parse_bytes(args.max_bytes)
+    if high < low:
+        raise InputError(f"--max-bytes ({high}) is below --bytes ({low})")
+    costs = [
+        model_collective(collective, n, args.ranks, link, algorithms)
+        for n in size_sweep(low, high, 4)
+    ]
+    if args.json:
+        print(dumps({"schema": SWEEP_SCHEMA, "points": [_as_dict(c) for c in costs]}))
+        return 0
+    from aiprof.cli._distributed_render import render_comm_sweep
+
+    render_comm_sweep(costs)
     return 0
 
 
