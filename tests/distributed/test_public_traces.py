@@ -86,3 +86,20 @@ def test_directory_without_traces_is_one_line_exit_2(tmp_path, capsys):
     (tmp_path / "rank0.trace.json").write_text("{not json")
     assert main(["distributed", str(tmp_path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_sizes_fall_back_to_record_param_comms(public_traces):
+    """Kernels without collective args (older PyTorch) take sizes from the launching CPU op."""
+    import dataclasses
+
+    trace = load_trace(public_traces / "nccl_parser_config" / "nccl_data.json.gz")
+    expected = collective_calls(trace)
+    k = trace.kernels
+    blank = np.full(len(k.in_nelems), -1, dtype=k.in_nelems.dtype)
+    stripped = dataclasses.replace(k, in_nelems=blank, out_nelems=blank.copy(),
+                                   group_size=blank.copy(), dtype_id=blank.copy(),
+                                   collective_id=blank.copy())
+    got = collective_calls(dataclasses.replace(trace, kernels=stripped))
+    assert got.kind == expected.kind
+    assert np.array_equal(got.num_bytes, expected.num_bytes)
+    assert np.array_equal(got.group_size, expected.group_size)
