@@ -110,6 +110,12 @@ def test_thread_samples_at_the_requested_rate(tmp_path):
     assert np.median(gaps_s) == pytest.approx(0.02, abs=0.01)
 
 
+def test_pcie_is_read_once_a_second_by_default():
+    assert SamplerOptions(rate_hz=20).pcie_period == 20
+    assert SamplerOptions(rate_hz=1).pcie_period == 1
+    assert SamplerOptions(rate_hz=50, pcie_every=5).pcie_period == 5
+
+
 @pytest.mark.parametrize("rate", [0.5, 51.0, float("nan")])
 def test_rate_outside_1_to_50_hz_is_rejected(rate):
     with pytest.raises(InputError):

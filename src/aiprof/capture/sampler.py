@@ -47,15 +47,22 @@ class SamplerOptions:
 
     rate_hz: float = 20.0
     """Samples per second per device, between 1 and 50."""
-    pcie_every: int = 10
-    """Read PCIe throughput every this many samples (each read blocks about 20 ms)."""
+    pcie_every: int | None = None
+    """Read PCIe throughput every this many samples; default: once a second. NVML measures
+    PCIe over a 20 ms window per call, and on an H200 a tick with the two PCIe reads took
+    50-250 ms instead of 50 ms (tests/data/capture/h200_resnet50_run), so it is read rarely."""
 
     def __post_init__(self) -> None:
         if not MIN_RATE_HZ <= self.rate_hz <= MAX_RATE_HZ:
             raise InputError(f"sample rate {self.rate_hz} Hz is out of range; "
                              f"use {MIN_RATE_HZ:g}-{MAX_RATE_HZ:g} Hz")
-        if self.pcie_every < 1:
+        if self.pcie_every is not None and self.pcie_every < 1:
             raise InputError(f"pcie_every must be >= 1, got {self.pcie_every}")
+
+    @property
+    def pcie_period(self) -> int:
+        """Ticks between PCIe reads."""
+        return self.pcie_every or max(1, round(self.rate_hz))
 
 
 def _cell(value: float) -> str:
@@ -89,7 +96,7 @@ class NvmlSampler:
         """Take one sample of every device and append the rows."""
         assert self._writer is not None, "open() first"
         now_ns = self._clock.time_ns()
-        with_pcie = tick % self._options.pcie_every == 0
+        with_pcie = tick % self._options.pcie_period == 0
         for index, device in enumerate(self._nvml.devices):
             values = read_sample(self._nvml.module, device, with_pcie=with_pcie)
             self._writer.writerow([now_ns, index, *(_cell(value) for value in values)])
