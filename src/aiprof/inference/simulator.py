@@ -68,6 +68,7 @@ def simulate(
         if now == INF:
             break
         state.complete_until(now)
+        state.dispatch(now)  # ties: completions and timers act before arrivals at the same time
         while i < n and times[i] <= now:
             arrival = float(times[i])
             request = Request(i, levels[i], arrival, deadline_us=arrival + budgets[i])
