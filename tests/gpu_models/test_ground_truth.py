@@ -158,3 +158,18 @@ def test_ncu_probes_agree_100pct():
     bad, count = check_probes(folder, device_arch(folder))
     assert count >= 40
     assert bad == [], f"{len(bad)} of {count} disagree; first: {bad[:5]}"
+
+
+def test_model_matches_ncu_theoretical_occupancy_on_a_real_pytorch_workload():
+    # ncu on one BERT-like encoder layer (cuBLAS GEMMs, memory-efficient attention, layer norm,
+    # elementwise) on the H200: scripts/h200/gpu_models_kernels.py.
+    folder = _recorded("kernels_example.csv")
+    from aiprof.gpu.ncu_csv import parse_ncu_csv
+    from aiprof.gpu.ncu_summary import summarize
+
+    rows = [summarize(launch) for launch in
+            parse_ncu_csv((folder / "kernels_example.csv").read_text(errors="replace"))]
+    assert len(rows) >= 5
+    for row in rows:
+        assert row.model_occupancy_pct == pytest.approx(row.theoretical_occupancy_pct, abs=0.01)
+        assert row.model_limiter == row.limiter

@@ -39,6 +39,7 @@ def nvprof_value(launch: NcuLaunch, metric: NvprofMetric) -> NvprofValue:
         elif metric.combine == "hit_ratio" and present[1]:
             value = 100.0 * present[0] / present[1]
     formula = " + ".join(metric.ncu) if metric.ncu else "none on sm_70+"
-    note = metric.note or ("" if value is not None else "not collected")
+    missing = "not collected" if value is None and metric.ncu else ""
+    note = "; ".join(n for n in (metric.note, missing) if n)
     return NvprofValue(launch_id=launch.launch_id, nvprof=metric.nvprof, ncu=formula,
                        value=value, note=note)
