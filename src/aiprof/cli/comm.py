@@ -39,6 +39,19 @@ def _add_model(parser: argparse.ArgumentParser) -> None:
         "--from-bench", type=Path, help="use α/β fitted by 'aiprof comm bench --output FILE'"
     )
     parser.add_argument(
+        "--model",
+        choices=("alpha-beta", "nccl"),
+        default="alpha-beta",
+        help="alpha-beta algorithms (default) or NCCL's tuner shape (Ring/Tree × LL/LL128/Simple)",
+    )
+    parser.add_argument("--nodes", type=int, default=1, help="--model nccl: nodes")
+    parser.add_argument(
+        "--intra", default="nvlink", choices=("nvlink", "pci"), help="--model nccl: link in a node"
+    )
+    parser.add_argument(
+        "--bus-bandwidth-gbps", type=float, default=370.0, help="--model nccl: busBw (GB/s)"
+    )
+    parser.add_argument(
         "--algorithms",
         help="comma-separated algorithms to compare (e.g. ring,double_binary_tree: NCCL's pair)",
     )
@@ -132,6 +145,8 @@ def _run_model(args: argparse.Namespace) -> int:
     collective = canonical_collective(args.collective)
     if args.ranks < 1:
         raise InputError(f"--ranks must be >= 1, got {args.ranks}")
+    if args.model == "nccl":
+        return _run_nccl(args, collective)
     link = _link(args, collective)
     algorithms = ("ring",) if link.name == "measured" else None
     if args.algorithms:
@@ -145,6 +160,38 @@ def _run_model(args: argparse.Namespace) -> int:
     from aiprof.cli._distributed_render import render_comm_model
 
     render_comm_model(cost)
+    return 0
+
+
+def _run_nccl(args: argparse.Namespace, collective: str) -> int:
+    from aiprof.distributed.bench import size_sweep
+    from aiprof.distributed.nccl_model import NcclTopology, model_nccl
+    from aiprof.distributed.sizes import parse_bytes
+    from aiprof.report.jsonout import dumps
+
+    topo = NcclTopology(
+        num_ranks=args.ranks,
+        num_nodes=args.nodes,
+        intra_link=args.intra,
+        bus_bandwidth_gbps=args.bus_bandwidth_gbps,
+    )
+    low = parse_bytes(args.bytes)
+    high = parse_bytes(args.max_bytes) if args.max_bytes is not None else low
+    if high < low:
+        raise InputError(f"--max-bytes ({high}) is below --bytes ({low})")
+    sizes = size_sweep(max(low, 1), high, 4) if high > low else [low]
+    costs = [model_nccl(collective, n, topo) for n in sizes]
+    from aiprof.cli._distributed_render import render_comm_model, render_comm_sweep
+
+    if args.json:
+        if len(costs) == 1:
+            print(dumps({"schema": MODEL_SCHEMA, **_as_dict(costs[0])}))
+        else:
+            print(dumps({"schema": SWEEP_SCHEMA, "points": [_as_dict(c) for c in costs]}))
+    elif len(costs) == 1:
+        render_comm_model(costs[0])
+    else:
+        render_comm_sweep(costs)
     return 0
 
 
