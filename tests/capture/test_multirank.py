@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from capture_helpers import raw_trace
 
@@ -39,3 +42,20 @@ def test_nproc_2_gloo_job(tmp_path, workload):
     assert "wall clock" in loaded.traces.alignment
     assert (record / "stdout.log").read_text().strip() == "rank 0 done"
     assert (record / "rank1.stdout.log").read_text().strip() == "rank 1 done"
+
+
+@pytest.mark.slow
+def test_ranks_of_a_users_own_torchrun_share_one_record(tmp_path, workload):
+    out = tmp_path / "runs"
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+         "-m", "aiprof.cli.main", "run", "--out", str(out), "--skip", "2", "--",
+         "python", workload("ddp_gloo.py")],
+        capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [p for p in out.iterdir() if p.is_dir() and not p.is_symlink()]
+    assert len(records) == 1  # both ranks agreed on one directory
+    assert sorted(p.name for p in records[0].glob("rank*.trace.json.gz")) == [
+        "rank0.trace.json.gz", "rank1.trace.json.gz"]
+    assert not list(out.glob(".claim-*"))  # rank 0 removed the claim
+    assert read_meta(records[0]).world_size == 2
