@@ -155,3 +155,13 @@ def test_without_torch_capture_says_so_and_analysis_still_imports(tmp_path, work
                           check=False, timeout=120)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "aiprof[torch]" in done.stderr
+
+
+def test_a_script_with_its_own_profiler_gets_a_note(tmp_path, workload):
+    code, record = run(tmp_path, "--skip", "0", "--warmup", "0", "--active", "2",
+                       "--", workload("own_profiler.py"))
+    assert code == 0
+    assert any("its own torch.profiler" in note for note in read_meta(record).notes)
+    _, clean = run(tmp_path, "--skip", "0", "--warmup", "0", "--active", "2",
+                   "--", workload("train_loop.py"), "--steps", "3")
+    assert not any("its own torch.profiler" in note for note in read_meta(clean).notes)

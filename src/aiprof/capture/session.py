@@ -38,6 +38,12 @@ def import_torch() -> Any:
     return torch
 
 
+OTHER_PROFILER_NOTE = (
+    "the script started its own torch.profiler, which ended aiprof's profiling session "
+    "(one session at a time): this trace is incomplete; remove the script's profiler or run "
+    "it without 'aiprof run'")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
     """How the profiled code ended."""
@@ -109,6 +115,7 @@ class CaptureSession:
             self._tee = OutputTee(self.run_dir / stdout_file_name(self.ranks.rank))
             self._start_sampler()
             self._profiler = self._make_profiler(torch)
+            self._watch_other_profilers(torch)
             self._install_step_hooks()
             if not self.options.duration_mode or self.options.delay_s == 0:
                 self.begin_recording()
@@ -150,6 +157,24 @@ class CaptureSession:
     def _export(self, profiler: Any) -> None:
         profiler.export_chrome_trace(str(self.trace_path))
         self._state.trace_written = True
+
+    def _watch_other_profilers(self, torch: Any) -> None:
+        """Note when the script starts its own torch.profiler: Kineto runs one session at a
+        time, so starting another one ends ours and both traces come out incomplete."""
+        profile_class = torch.profiler.profile
+        original = profile_class.start
+
+        def start(profiler: Any) -> None:
+            if profiler is not self._profiler and OTHER_PROFILER_NOTE not in self._state.notes:
+                self._state.notes.append(OTHER_PROFILER_NOTE)
+            original(profiler)
+
+        profile_class.start = start
+
+        def uninstall() -> None:
+            profile_class.start = original
+
+        self._state.uninstallers.append(uninstall)
 
     def _install_step_hooks(self) -> None:
         uninstallers = self._state.uninstallers
