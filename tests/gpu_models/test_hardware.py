@@ -98,3 +98,37 @@ def test_a100_trace_properties_give_sm80_with_device_values(public_traces):
     assert spec.arch.name == "sm_80" and spec.num_sms == props["numSms"] == 108
     assert spec.arch.smem_per_sm_bytes == props["sharedMemPerMultiprocessor"]
     assert spec.product.name == "A100 SXM4 80GB"
+
+
+def test_live_device_through_nvml_when_torch_has_no_gpu(monkeypatch):
+    import sys
+    import types
+
+    import torch
+
+    from aiprof.hardware import live_device
+
+    fake = types.SimpleNamespace(
+        NVMLError=RuntimeError, nvmlInit=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda index: ("handle", index),
+        nvmlDeviceGetName=lambda handle: b"NVIDIA H100 80GB HBM3",
+        nvmlDeviceGetCudaComputeCapability=lambda handle: (9, 0))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    spec = live_device()
+    assert spec.product.name == "H100 SXM5 80GB" and spec.arch.name == "sm_90"
+    assert spec.num_sms == 132
+
+
+def test_live_device_without_torch_gpu_or_nvml_is_a_clear_error(monkeypatch):
+    import sys
+
+    import torch
+
+    from aiprof.errors import MissingDependencyError
+    from aiprof.hardware import live_device
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(MissingDependencyError):
+        live_device()

@@ -121,3 +121,17 @@ def test_result_is_the_minimum_of_its_limits(arch, block, regs, smem):
               r.blocks_limit_blocks, r.blocks_limit_barriers]
     assert r.active_blocks_per_sm == min(v for v in limits if v is not None)
     assert r.active_warps_per_sm <= r.max_warps_per_sm
+
+
+@given(ARCHS, st.integers(0, 255), st.integers(0, 120_000))
+def test_best_block_size_is_a_largest_maximum_of_resident_threads(arch, regs, smem):
+    from aiprof.gpu.occupancy_sweep import best_block_size
+
+    best = best_block_size(arch, registers_per_thread=regs, shared_mem_per_block=smem)
+    threads = {b: occupancy(arch, b, regs, smem).active_blocks_per_sm * b
+               for b in range(32, 1025, 32)}
+    top = max(threads.values())
+    got = best.occupancy.active_blocks_per_sm * best.block_size
+    assert got == top
+    # The runtime stops at the first size (from the top) that reaches the maximum.
+    assert best.block_size == max(b for b, t in threads.items() if t == top)

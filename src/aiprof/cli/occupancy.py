@@ -105,7 +105,7 @@ def _limit(value: int | None) -> str:
     return "unlimited" if value is None else str(value)
 
 
-def _render_sweep(result) -> None:  # noqa: ANN001 - OccupancySweep
+def _render_sweep(result, best) -> None:  # noqa: ANN001 - OccupancySweep, BestBlockSize
     from rich.console import Console
     from rich.table import Table
 
@@ -115,7 +115,11 @@ def _render_sweep(result) -> None:  # noqa: ANN001 - OccupancySweep
     for value, point in zip(result.values, result.points, strict=True):
         table.add_row(str(value), str(point.active_blocks_per_sm), str(point.active_warps_per_sm),
                       f"{100 * point.occupancy:.1f}%", point.limiter)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if best is not None:
+        console.print(f"block size cudaOccupancyMaxPotentialBlockSize would pick: "
+                      f"{best.block_size} ({100 * best.occupancy.occupancy:.1f}%)")
 
 
 def _plot(result, path: str) -> None:  # noqa: ANN001 - OccupancySweep
@@ -134,7 +138,7 @@ def _plot(result, path: str) -> None:  # noqa: ANN001 - OccupancySweep
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.gpu.occupancy import occupancy
-    from aiprof.gpu.occupancy_sweep import sweep
+    from aiprof.gpu.occupancy_sweep import best_block_size, sweep
     from aiprof.report.jsonout import dumps
 
     arch = _arch(args)
@@ -146,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
         result = sweep(arch, args.sweep, **base, carveout=args.carveout)
         if args.plot:
             _plot(result, args.plot)
-        print(dumps(result)) if args.json else _render_sweep(result)
+        best = None if args.sweep != "block-size" else best_block_size(
+            arch, registers_per_thread=args.registers, shared_mem_per_block=args.shared_mem,
+            carveout=args.carveout)
+        print(dumps(result)) if args.json else _render_sweep(result, best)
         return 0
     one = occupancy(arch, **base, carveout=args.carveout, opt_in=not args.no_opt_in)
     print(dumps(one)) if args.json else _render_one(one)

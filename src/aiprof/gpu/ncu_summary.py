@@ -40,13 +40,19 @@ class KernelCounters:
     """Measured counters of one launch and the model's prediction."""
 
     launch_id: int
+    """ncu launch ID."""
     kernel_name: str
+    """Kernel name as ncu printed it."""
     duration_us: float | None
+    """``gpu__time_duration.sum`` in microseconds."""
     sm_throughput_pct: float | None
+    """``sm__throughput`` as % of peak (SpeedOfLight "Compute")."""
     mem_throughput_pct: float | None
+    """``gpu__compute_memory_throughput`` as % of peak (SpeedOfLight "Memory")."""
     bottleneck: str
     """Nsight Compute's SpeedOfLight verdict (§8)."""
     achieved_occupancy_pct: float | None
+    """``sm__warps_active.avg.pct_of_peak_sustained_active``."""
     theoretical_occupancy_pct: float | None
     """Measured by ncu (``sm__maximum_warps_per_active_cycle_pct``)."""
     limiter: str | None
@@ -54,13 +60,19 @@ class KernelCounters:
     model_occupancy_pct: float | None
     """aiprof's theoretical occupancy from the launch arguments (None where it cannot apply)."""
     model_limiter: str | None
+    """aiprof's limiter for the same launch."""
     sectors_per_request: float | None
+    """Global-load sectors per request (``gld_transactions_per_request``)."""
     gld_efficiency_pct: float | None
+    """Useful bytes per fetched sector, % (``gld_efficiency``)."""
     bank_conflicts: float | None
+    """Shared-memory bank conflicts, loads + stores."""
     shared_wavefronts: float | None
+    """Shared-memory wavefronts, loads + stores."""
     threads_per_instruction: float | None
     """Average active threads per warp instruction, 0 to 32."""
     top_stalls: tuple[Stall, ...]
+    """Largest stall reasons (cycles per issued instruction), largest first."""
 
 
 def _sum(launch: NcuLaunch, names: tuple[str, ...]) -> float | None:

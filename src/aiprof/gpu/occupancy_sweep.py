@@ -53,10 +53,56 @@ def sweep(
         raise InputError(f"sweep parameter must be block-size, registers or shared-mem, "
                          f"not {parameter!r}")
     chosen = tuple(values) if values is not None else default_values(arch, parameter)
-    base = dict(block_size=block_size, registers_per_thread=registers_per_thread,
-                shared_mem_per_block=shared_mem_per_block)
-    key = {"block-size": "block_size", "registers": "registers_per_thread",
-           "shared-mem": "shared_mem_per_block"}[parameter]
-    points = tuple(occupancy(arch, **{**base, key: v}, carveout=carveout) for v in chosen)
-    return OccupancySweep(parameter=parameter, values=chosen, points=points,
-                          base=occupancy(arch, **base, carveout=carveout))
+    base = (block_size, registers_per_thread, shared_mem_per_block)
+    position = ("block-size", "registers", "shared-mem").index(parameter)
+
+    def at(value: int) -> Occupancy:
+        args = list(base)
+        args[position] = value
+        return occupancy(arch, args[0], args[1], args[2], carveout=carveout)
+
+    return OccupancySweep(parameter=parameter, values=chosen, points=tuple(at(v) for v in chosen),
+                          base=occupancy(arch, *base, carveout=carveout))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BestBlockSize:
+    """The block size the CUDA runtime's ``cudaOccupancyMaxPotentialBlockSize`` would choose."""
+
+    block_size: int
+    """Threads per block with the most resident threads per SM (ties: the larger block)."""
+    occupancy: Occupancy
+    """Occupancy at that block size."""
+    min_grid_size: int | None
+    """Blocks needed to fill every SM once (None when the SM count is unknown)."""
+
+
+def best_block_size(
+    spec: str | GpuSpec | ArchLimits,
+    *,
+    registers_per_thread: int,
+    shared_mem_per_block: int,
+    carveout: int | None = None,
+    num_sms: int | None = None,
+) -> BestBlockSize:
+    """Search as ``cudaOccMaxPotentialOccupancyBlockSize`` does (ref §1.5, "Related entry points").
+
+    Block sizes from the maximum down in warp steps; the first maximum of blocks x block size is
+    kept; the search stops once a size reaches the SM's thread limit.
+    """
+    arch = resolve_arch(spec)
+    best: Occupancy | None = None
+    start = -(-arch.max_threads_per_block // arch.warp_size) * arch.warp_size
+    for size in range(start, 0, -arch.warp_size):
+        point = occupancy(arch, size, registers_per_thread, shared_mem_per_block,
+                          carveout=carveout)
+        if best is None or point.active_blocks_per_sm * size > best.active_blocks_per_sm * \
+                best.block_size:
+            best = point
+        if best.active_blocks_per_sm * best.block_size >= arch.max_threads_per_sm:
+            break
+    assert best is not None
+    if isinstance(spec, GpuSpec) and num_sms is None:
+        num_sms = spec.num_sms
+    grid = best.active_blocks_per_sm * num_sms if num_sms else None
+    return BestBlockSize(block_size=best.block_size, occupancy=best, min_grid_size=grid)

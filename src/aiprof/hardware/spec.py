@@ -160,8 +160,9 @@ _PROP_FIELDS = {  # deviceProperties key -> ArchLimits field (device values over
 
 def _is_amd(props: dict[str, Any]) -> bool:
     name = str(props.get("name", "")).lower()
-    amd_words = ("amd", "radeon", "instinct", "mi2", "mi3")
-    return int(props.get("warpSize", 32)) != 32 or any(w in name for w in amd_words)
+    amd_words = ("amd", "radeon", "instinct", "mi2", "mi3", "gfx")
+    return (int(props.get("warpSize", 32)) != 32 or "maxSharedMemoryPerMultiProcessor" in props
+            or any(w in name for w in amd_words))
 
 
 def spec_from_device_properties(props: dict[str, Any]) -> GpuSpec:
@@ -178,7 +179,8 @@ def spec_from_device_properties(props: dict[str, Any]) -> GpuSpec:
         cc = (int(props["computeMajor"]), int(props["computeMinor"]))
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"deviceProperties of {name!r} lack computeMajor/computeMinor") from error
-    overrides = {f: int(props[k]) for k, f in _PROP_FIELDS.items() if int(props.get(k, 0)) > 0}
+    overrides: dict[str, Any] = {f: int(props[k]) for k, f in _PROP_FIELDS.items()
+                                 if int(props.get(k, 0)) > 0}
     arch = replace(arch_for(cc), **overrides)
     product = find_product(name)
     if product is not None and product.cc != cc:
@@ -192,8 +194,8 @@ def live_device(index: int = 0) -> GpuSpec:
     try:
         import torch
     except ImportError:
-        torch = None
-    if torch is not None and torch.cuda.is_available():
+        return _nvml_device(index)
+    if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(index)
         return spec_from_device_properties({
             "name": p.name, "computeMajor": p.major, "computeMinor": p.minor,
