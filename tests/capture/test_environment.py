@@ -24,3 +24,12 @@ def test_merge_gpu_specs_attaches_nvml_facts_by_position_when_names_agree():
     other = ({"nvml_index": 0, "name": "NVIDIA A100", "power_limit_w": 400.0},)
     assert "power_limit_w" not in merge_gpu_specs(torch_specs, other)[0]
     assert merge_gpu_specs((), nvml_specs) == nvml_specs
+
+
+def test_merge_by_uuid_follows_cuda_visible_devices():
+    # CUDA_VISIBLE_DEVICES=1: torch's device 0 is NVML's device 1
+    torch_specs = ({"index": 0, "name": "NVIDIA H200", "uuid": "GPU-b"},)
+    nvml_specs = ({"nvml_index": 0, "name": "NVIDIA H200", "uuid": "GPU-a"},
+                  {"nvml_index": 1, "name": "NVIDIA H200", "uuid": "GPU-b"})
+    (merged,) = merge_gpu_specs(torch_specs, nvml_specs)
+    assert merged["nvml_index"] == 1 and merged["index"] == 0

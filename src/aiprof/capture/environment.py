@@ -64,24 +64,30 @@ def torch_gpu_specs() -> tuple[dict[str, Any], ...]:
             "memory_total_bytes": int(props.total_memory),
             "l2_cache_bytes": int(getattr(props, "L2_cache_size", 0)),
         })
+        uuid = getattr(props, "uuid", None)  # torch >= 2.1; NVML spells it "GPU-<uuid>"
+        if uuid is not None:
+            specs[-1]["uuid"] = f"GPU-{uuid}"
     return tuple(specs)
 
 
 def merge_gpu_specs(torch_specs: tuple[dict[str, Any], ...],
                     nvml_specs: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
-    """Join torch's and NVML's view of each GPU (by UUID order is not exposed: by name order).
+    """Join torch's and NVML's view of each GPU.
 
-    torch numbers devices after CUDA_VISIBLE_DEVICES; NVML numbers all of them. Without torch
-    devices (CPU build) the NVML list is kept as is; otherwise NVML facts are attached to the
-    torch device with the same position when the names agree.
+    torch numbers devices after CUDA_VISIBLE_DEVICES, NVML numbers all of them, so they are
+    matched by UUID; failing that, by position when the names agree. On a CPU build (no
+    torch devices) the NVML list is kept as is.
     """
     if not torch_specs:
         return nvml_specs
+    by_uuid = {spec["uuid"]: spec for spec in nvml_specs if spec.get("uuid")}
     merged = []
     for position, spec in enumerate(torch_specs):
-        extra = nvml_specs[position] if position < len(nvml_specs) else {}
-        same = extra and str(extra.get("name", "")) == spec["name"]
-        merged.append({**(extra if same else {}), **spec})
+        extra = by_uuid.get(spec.get("uuid", ""))
+        if extra is None and position < len(nvml_specs):
+            candidate = nvml_specs[position]
+            extra = candidate if str(candidate.get("name", "")) == spec["name"] else None
+        merged.append({**(extra or {}), **spec})
     return tuple(merged)
 
 
