@@ -33,6 +33,7 @@ from aiprof.trace.tables import (
     PythonTable,
     RuntimeTable,
     SyncTable,
+    Table,
 )
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -91,55 +92,68 @@ def _assemble(
 ) -> Trace:
     if builder.num_events == 0:
         raise TraceFormatError(f"{file}: the trace has no events ('traceEvents' is empty)")
-    chunks = builder.chunks
-    kernels = GpuOpTable.concat(chunks["kernels"])
-    memcpy = GpuOpTable.concat(chunks["memcpy"])
-    memset = GpuOpTable.concat(chunks["memset"])
-    cpu_ops = CpuOpTable.concat(chunks["cpu_ops"])
-    runtime = links.link_runtime(RuntimeTable.concat(chunks["runtime"]), cpu_ops)
-    kernels, memcpy, memset = (
-        links.link_gpu_ops(t, runtime, cpu_ops) for t in (kernels, memcpy, memset)
-    )
-    annotations = AnnotationTable.concat(chunks["annotations"])
+    tables = _concat_tables(builder.chunks)
+    origin = _first_timestamp(tables.values())
+    for table in tables.values():
+        _shift_in_place(table, -origin)
+    cpu_ops = tables["cpu_ops"]
+    runtime = links.link_runtime(tables["runtime"], cpu_ops)
+    gpu = {
+        k: links.link_gpu_ops(tables[k], runtime, cpu_ops) for k in ("kernels", "memcpy", "memset")
+    }
     names = builder.strings.values
     steps, step_source = find_steps(
-        names, [annotations, cpu_ops], [kernels, memcpy, memset], runtime, step_annotation
+        names, [tables["annotations"], cpu_ops], list(gpu.values()), runtime, step_annotation
     )
-    devices = _devices(file, metadata.get("deviceProperties"))
     distributed = _distributed(metadata.get("distributedInfo"))
-    trace = Trace(
+    return Trace(
         path=str(file),
         rank=_rank(file, distributed),
         metadata=metadata,
-        devices=devices,
+        devices=_devices(file, metadata.get("deviceProperties")),
         distributed=distributed,
         strings=builder.strings,
         json_texts=builder.json_texts,
-        origin_us=0.0,
-        kernels=kernels,
-        memcpy=memcpy,
-        memset=memset,
-        runtime=runtime,
-        cpu_ops=cpu_ops,
-        annotations=annotations,
-        gpu_annotations=AnnotationTable.concat(chunks["gpu_annotations"]),
-        python_functions=PythonTable.concat(chunks["python_functions"]),
-        syncs=SyncTable.concat(chunks["syncs"]),
-        other_spans=OtherSpanTable.concat(chunks["other_spans"]),
-        flows=FlowTable.concat(chunks["flows"]),
-        memory=MemoryTable.concat(chunks["memory"]),
-        instants=InstantTable.concat(chunks["instants"]),
+        origin_us=origin,
+        **(tables | gpu | {"runtime": runtime}),  # type: ignore[arg-type]
         steps=steps,
         step_source=step_source,
         num_events=builder.num_events,
     )
-    return trace.shifted(-_first_timestamp(trace))
 
 
-def _first_timestamp(trace: Trace) -> float:
-    firsts = [float(np.min(t.ts_us)) for _, t in trace.tables() if len(t) and hasattr(t, "ts_us")]
-    firsts = [f for f in firsts if np.isfinite(f)]
+GPU_TABLES = ("kernels", "memcpy", "memset")
+TABLE_TYPES: dict[str, type[Table]] = {
+    "kernels": GpuOpTable,
+    "memcpy": GpuOpTable,
+    "memset": GpuOpTable,
+    "runtime": RuntimeTable,
+    "cpu_ops": CpuOpTable,
+    "annotations": AnnotationTable,
+    "gpu_annotations": AnnotationTable,
+    "python_functions": PythonTable,
+    "syncs": SyncTable,
+    "other_spans": OtherSpanTable,
+    "flows": FlowTable,
+    "memory": MemoryTable,
+    "instants": InstantTable,
+}
+
+
+def _concat_tables(chunks: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, Any]:
+    """One table per kind; each kind's chunks are released as soon as it is concatenated."""
+    return {name: kind.concat(chunks.pop(name, [])) for name, kind in TABLE_TYPES.items()}
+
+
+def _first_timestamp(tables: Iterable[Any]) -> float:
+    firsts = [float(np.min(t.ts_us)) for t in tables if len(t)]
     return min(firsts) if firsts else 0.0
+
+
+def _shift_in_place(table: Table, delta_us: float) -> None:
+    for column, values in table.columns().items():
+        if column.endswith("_us") and column != "dur_us":
+            values += delta_us
 
 
 def _devices(file: Path, entries: Any) -> tuple[DeviceProperties, ...]:

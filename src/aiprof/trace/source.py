@@ -18,7 +18,7 @@ from aiprof.errors import TraceFormatError
 GZIP_MAGIC = b"\x1f\x8b"
 READ_BYTES = 1 << 20
 """Compressed bytes read per step."""
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 2 << 20
 """Upper bound of decompressed bytes handed out per step."""
 
 
