@@ -7,6 +7,7 @@ torch is imported only when a session starts.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,7 +224,10 @@ class CaptureSession:
         self._teardown()
         meta = self._meta(outcome)
         if self.ranks.rank == 0:
-            write_meta(self.run_dir, meta)
+            try:
+                write_meta(self.run_dir, meta)
+            except OSError as error:  # disk full, directory removed: say so, keep the exit code
+                print(f"aiprof: could not write {self.run_dir}/meta.json: {error}", file=sys.stderr)
         return meta
 
     def _teardown(self) -> None:
