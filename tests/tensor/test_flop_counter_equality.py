@@ -75,3 +75,16 @@ def test_cpu_attention_counted_with_the_sdpa_formula() -> None:
     assert len(attention) == 1
     # two batched matmuls: [16x8]@[8x24] and [16x24]@[24x8], for 2x4 heads
     assert attention[0].cost.flops == 2 * 8 * (16 * 24 * 8) * 2
+
+
+def test_grouped_conv_backward_follows_flop_counter_convention() -> None:
+    # FlopCounterMode counts the weight gradient of a grouped conv with all input channels, so
+    # a depthwise conv's backward is forward·(1 + groups), not the true 2·forward. aiprof keeps
+    # the same count so that totals compare; the docs say so.
+    conv = torch.nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False)
+    x = torch.randn(2, 32, 16, 16, requires_grad=True)
+    ours, theirs = _compare(conv, (x,), backward=True)
+    _assert_equal(ours, theirs)
+    forward = 2 * 2 * 32 * 1 * 9 * 16 * 16  # 2·N·C_out·(C_in/groups)·k²·out spatial
+    assert ours["convolution"] == forward
+    assert ours["convolution_backward"] == forward * (1 + 32)
