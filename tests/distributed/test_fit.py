@@ -51,3 +51,33 @@ def test_fit_window_and_errors():
         fit_alpha_beta("allreduce", 1, sizes, times)
     with pytest.raises(InputError):
         fit_alpha_beta("allreduce", 2, [1, 2, 3], [3.0, 2.0, 1.0])
+
+
+def test_protocol_fit_recovers_a_two_line_envelope():
+    from aiprof.distributed.fit import fit_protocols, predict_us
+
+    sizes = [2**k for k in range(10, 31)]
+    # Two regimes: a low-latency, low-bandwidth protocol and a high-bandwidth one (µs, µs/B).
+    lines = [(5.0, 1 / 50e3), (40.0, 1 / 400e3)]
+    times = [min(a + b * n for a, b in lines) for n in sizes]
+    fits = fit_protocols("allreduce", 2, sizes, times)
+    worst = max(abs(predict_us(fits, n) - t) / t for n, t in zip(sizes, times, strict=True))
+    assert worst < 1e-6
+    assert len(fits) >= 2
+    assert min(f.intercept_us for f in fits) == pytest.approx(5.0, rel=1e-6)
+    single = fit_alpha_beta("allreduce", 2, sizes, times)
+    assert single.max_rel_error_pct > 100 * worst  # one line cannot follow the switch
+
+
+def test_protocol_fit_tracks_the_nccl_shaped_model_within_a_few_percent():
+    from aiprof.distributed.fit import fit_protocols, predict_us
+    from aiprof.distributed.nccl_model import NcclTopology, model_nccl
+
+    topo = NcclTopology(num_ranks=2, bus_bandwidth_gbps=370)
+    sizes = [2**k for k in range(20, 31)]
+    rng = np.random.default_rng(1)
+    times = [
+        model_nccl("allreduce", n, topo).time_us * (1 + rng.uniform(-0.03, 0.03)) for n in sizes
+    ]
+    fits = fit_protocols("allreduce", 2, sizes, times)
+    assert max(abs(predict_us(fits, n) - t) / t for n, t in zip(sizes, times, strict=True)) < 0.05

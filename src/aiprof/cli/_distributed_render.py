@@ -62,16 +62,20 @@ def render_comm_bench(result: Any) -> None:
         table.add_row(p.collective, format_bytes(p.num_bytes), f"{p.time_us:,.1f}",
                       f"{p.algbw_gbps:.3f}", f"{p.busbw_gbps:.3f}")
     _print(table)
-    fits = _table("α/β fit (ring model, relative least squares)",
-                  ("collective", "sizes", "α (µs)", "bandwidth (GB/s)", "max error (%)"),
+    _render_fits("α/β fit (ring model, relative least squares)", result.fits)
+    _render_fits("one line per protocol regime (time = cheapest line)", result.protocol_fits)
+    for note in result.notes:
+        Console(stderr=True).print(f"note: {note}")
+
+
+def _render_fits(title: str, rows: list[Any]) -> None:
+    fits = _table(title, ("collective", "sizes", "α (µs)", "bandwidth (GB/s)", "max error (%)"),
                   left=("collective",))
-    for f in result.fits:
+    for f in rows:
         sizes = f"{format_bytes(f.fit_min_bytes)}..{format_bytes(f.fit_max_bytes)}"
         fits.add_row(f.collective, sizes, f"{f.alpha_us:.2f}", f"{f.bandwidth_gbps:.3f}",
                      f"{f.max_rel_error_pct:.1f}")
     _print(fits)
-    for note in result.notes:
-        Console(stderr=True).print(f"note: {note}")
 
 
 def simple_table(title: str, rows: list[tuple[str, str]]) -> None:

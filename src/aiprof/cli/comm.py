@@ -116,6 +116,29 @@ def _link(args: argparse.Namespace, collective: str) -> Any:
     return link_preset(args.link)
 
 
+def _measured_links(path: Path, collective: str) -> dict[str, Any]:
+    """One link per protocol regime fitted by comm bench (else the single fit), named by range."""
+    from aiprof.distributed.links import LinkParams
+    from aiprof.distributed.sizes import format_bytes
+
+    try:
+        data = json.loads(path.read_text())
+        rows = [f for f in data.get("protocol_fits", []) if f["collective"] == collective]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputError(f"cannot read comm bench fits from {path}: {error}") from None
+    if not rows:
+        return {"ring (measured)": _measured_link(path, collective)}
+    links = {}
+    for f in rows:
+        span = f"{format_bytes(f['fit_min_bytes'])}..{format_bytes(f['fit_max_bytes'])}"
+        links[f"ring, fit {span}"] = LinkParams(
+            name="measured",
+            alpha_us=max(float(f["alpha_us"]), 0.0),
+            bandwidth_gbps=float(f["bandwidth_gbps"]),
+        )
+    return links
+
+
 def _measured_link(path: Path, collective: str) -> Any:
     from aiprof.distributed.links import LinkParams
 
@@ -153,7 +176,13 @@ def _run_model(args: argparse.Namespace) -> int:
         algorithms = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
     if args.max_bytes is not None:
         return _run_sweep(args, collective, link, algorithms)
-    cost = model_collective(collective, parse_bytes(args.bytes), args.ranks, link, algorithms)
+    if args.from_bench is not None:
+        from aiprof.distributed.collectives import model_with_links
+
+        links = _measured_links(args.from_bench, collective)
+        cost = model_with_links(collective, parse_bytes(args.bytes), args.ranks, links)
+    else:
+        cost = model_collective(collective, parse_bytes(args.bytes), args.ranks, link, algorithms)
     if args.json:
         print(dumps({"schema": MODEL_SCHEMA, **_as_dict(cost)}))
         return 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiprof.distributed.busbw import algbw_gbps, busbw_factor
-from aiprof.distributed.fit import AlphaBetaFit, fit_alpha_beta
+from aiprof.distributed.fit import AlphaBetaFit, fit_alpha_beta, fit_protocols
 from aiprof.errors import InputError
 
 SCHEMA = "aiprof.comm_bench/1"
@@ -72,6 +72,9 @@ class BenchResult:
     num_ranks: int
     points: list[BenchPoint]
     fits: list[AlphaBetaFit] = field(default_factory=list)
+    """One α/β line per collective (sizes from ``fit_min_bytes`` up)."""
+    protocol_fits: list[AlphaBetaFit] = field(default_factory=list)
+    """Up to three lines per collective, one per protocol regime; time = the cheapest line."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -89,22 +92,23 @@ def iters_for(num_bytes: int, options: BenchOptions) -> int:
     return max(2, min(options.iters, (256 << 20) // max(num_bytes, 1)))
 
 
-def fit_points(points: list[BenchPoint], min_bytes: int) -> list[AlphaBetaFit]:
-    """One α/β fit per collective over the points of at least ``min_bytes`` (falls back to all)."""
-    fits = []
+def fit_points(
+    points: list[BenchPoint], min_bytes: int, protocols: bool = False
+) -> list[AlphaBetaFit]:
+    """Per collective, over the points of at least ``min_bytes`` (else all): one α/β line, or
+    with ``protocols`` one line per protocol regime (``fit_protocols``)."""
+    fits: list[AlphaBetaFit] = []
     for name in sorted({p.collective for p in points}):
         rows = [p for p in points if p.collective == name]
+        sizes, times = [p.num_bytes for p in rows], [p.time_us for p in rows]
         for low in (min_bytes, 0):
             try:
-                fits.append(
-                    fit_alpha_beta(
-                        name,
-                        rows[0].num_ranks,
-                        [p.num_bytes for p in rows],
-                        [p.time_us for p in rows],
-                        min_bytes=low,
+                if protocols:
+                    fits.extend(fit_protocols(name, rows[0].num_ranks, sizes, times, min_bytes=low))
+                else:
+                    fits.append(
+                        fit_alpha_beta(name, rows[0].num_ranks, sizes, times, min_bytes=low)
                     )
-                )
                 break
             except InputError:
                 continue
@@ -186,6 +190,7 @@ def bench_in_group(
         num_ranks=world,
         points=points,
         fits=fit_points(points, options.fit_min_bytes),
+        protocol_fits=fit_points(points, options.fit_min_bytes, protocols=True),
         notes=notes,
     )
 

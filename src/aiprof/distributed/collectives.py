@@ -215,3 +215,35 @@ def _check(num_bytes: float, num_ranks: int) -> None:
         raise InputError(f"the number of ranks must be >= 1, got {num_ranks}")
     if num_bytes < 0:
         raise InputError(f"a message size cannot be negative, got {num_bytes} bytes")
+
+
+def model_with_links(
+    collective: str,
+    num_bytes: int,
+    num_ranks: int,
+    links: dict[str, LinkParams],
+    algorithm: str = "ring",
+) -> CollectiveCost:
+    """One algorithm under several fitted links (one per protocol regime); the cheapest wins."""
+    kind = canonical_collective(collective)
+    if not links:
+        raise InputError("no fitted links to model with")
+    per = {}
+    for name, link in links.items():
+        time_us = collective_time_us(kind, num_bytes, num_ranks, link, algorithm)
+        algbw = algbw_gbps(num_bytes, time_us)
+        per[name] = AlgorithmCost(
+            time_us=time_us, algbw_gbps=algbw, busbw_gbps=algbw * busbw_factor(kind, num_ranks)
+        )
+    best = min(per, key=lambda name: (per[name].time_us, name))
+    return CollectiveCost(
+        collective=kind,
+        num_ranks=num_ranks,
+        num_bytes=int(num_bytes),
+        link=links[best],
+        algorithm=best,
+        time_us=per[best].time_us,
+        algbw_gbps=per[best].algbw_gbps,
+        busbw_gbps=per[best].busbw_gbps,
+        per_algorithm=per,
+    )

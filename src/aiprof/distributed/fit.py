@@ -67,7 +67,7 @@ def fit_alpha_beta(
     min_bytes: int = 0,
     max_bytes: int | None = None,
 ) -> AlphaBetaFit:
-    """Fit ``time = A + B·bytes`` on the points with min_bytes ≤ bytes ≤ max_bytes."""
+    """Fit ``time = A + B·bytes`` (A ≥ 0) on the points with min_bytes ≤ bytes ≤ max_bytes."""
     if num_ranks < 2:
         raise InputError(f"fitting needs at least 2 ranks, got {num_ranks}")
     sizes = np.asarray(sizes_bytes, dtype=float)
@@ -82,6 +82,9 @@ def fit_alpha_beta(
         )
     design = np.column_stack([np.ones_like(sizes), sizes]) / times[:, None]
     (intercept, slope), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
+    if intercept < 0:  # a latency cannot be negative: refit through the origin
+        intercept = 0.0
+        (slope,), *_ = np.linalg.lstsq(design[:, 1:], np.ones_like(times), rcond=None)
     if slope <= 0:
         raise InputError("the measured times do not grow with size; widen the fit window")
     steps, factor = ring_coefficients(collective, num_ranks)
@@ -98,3 +101,71 @@ def fit_alpha_beta(
         bandwidth_gbps=float(factor / slope / 1000.0),
         max_rel_error_pct=float(np.max(np.abs(predicted - times) / times) * 100.0),
     )
+
+
+def predict_us(fits: Sequence[AlphaBetaFit], num_bytes: float) -> float:
+    """Time of the cheapest fitted line at ``num_bytes`` (each line is one protocol regime)."""
+    return min(f.intercept_us + f.us_per_byte * num_bytes for f in fits)
+
+
+def fit_protocols(
+    collective: str,
+    num_ranks: int,
+    sizes_bytes: Sequence[float],
+    times_us: Sequence[float],
+    *,
+    min_bytes: int = 0,
+    max_segments: int = 3,
+) -> list[AlphaBetaFit]:
+    """One α-β line per protocol regime, the measured time being the cheapest line.
+
+    NCCL picks a protocol per size (LL, LL128, Simple; reference §B2), and each protocol is an
+    α-β line of its own, so measured times follow the lower envelope of up to three lines. The
+    sizes are cut into at most ``max_segments`` runs of consecutive sizes, a line is fitted to
+    each, and the cut whose envelope has the smallest largest relative error wins (fewer lines
+    on ties). Brute force over cut points: a sweep has a few dozen sizes.
+    """
+    sizes = np.asarray(sizes_bytes, dtype=float)
+    times = np.asarray(times_us, dtype=float)
+    keep = (sizes >= min_bytes) & (times > 0)
+    sizes, times = sizes[keep], times[keep]
+    order = np.argsort(sizes)
+    sizes, times = sizes[order], times[order]
+    best: tuple[float, list[AlphaBetaFit]] | None = None
+    for count in range(1, max_segments + 1):
+        for cuts in _cuts(len(sizes), count):
+            lines = _segment_lines(collective, num_ranks, sizes, times, cuts)
+            if lines is None:
+                continue
+            error = max(
+                abs(predict_us(lines, n) - t) / t for n, t in zip(sizes, times, strict=True)
+            )
+            if best is None or error < best[0] - 1e-12:
+                best = (error, lines)
+    if best is None:
+        raise InputError("fitting needs at least two sizes that grow in time")
+    return best[1]
+
+
+def _cuts(num_points: int, count: int) -> list[tuple[int, ...]]:
+    """Boundaries (start indexes) of ``count`` runs of at least 2 consecutive points."""
+    from itertools import combinations
+
+    inner = [
+        c
+        for c in combinations(range(2, num_points - 1), count - 1)
+        if all(b - a >= 2 for a, b in zip((0, *c), (*c, num_points), strict=True))
+    ]
+    return [(0, *c, num_points) for c in inner]
+
+
+def _segment_lines(
+    collective: str, num_ranks: int, sizes: np.ndarray, times: np.ndarray, cuts: tuple[int, ...]
+) -> list[AlphaBetaFit] | None:
+    lines = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        try:
+            lines.append(fit_alpha_beta(collective, num_ranks, sizes[a:b], times[a:b]))
+        except InputError:
+            return None
+    return lines
