@@ -108,17 +108,17 @@ class TableBuilder:
             "ts_us": ts,
             "dur_us": _floats(events, "dur"),
             "name_id": self.strings.ids(map(attrgetter("name"), events)),
-            "pid": self._ints_or_ids(map(attrgetter("pid"), events)),
-            "tid": self._ints_or_ids(map(attrgetter("tid"), events)),
+            "pid": self._ints_or_ids(events, "pid"),
+            "tid": self._ints_or_ids(events, "tid"),
         }
 
-    def _ints_or_ids(self, values: Any) -> np.ndarray:
-        """pid/tid: integers as they are, ``"stream 7"`` as 7, other strings as negative ids."""
-        items = list(values)
+    def _ints_or_ids(self, objects: list[Any], field: str) -> np.ndarray:
+        """pid/tid/id: integers as they are, ``"stream 7"`` as 7, other strings as negative ids."""
         try:
-            return np.fromiter(items, dtype=np.int64, count=len(items))
+            return _ints(objects, field)
         except (TypeError, ValueError, OverflowError):
-            out = [v if v.__class__ is int else self._string_pid(v) for v in items]
+            values = map(attrgetter(field), objects)
+            out = [v if v.__class__ is int else self._string_pid(v) for v in values]
             return np.array(out, dtype=np.int64)
 
     def _string_pid(self, value: object) -> int:
@@ -217,9 +217,11 @@ class TableBuilder:
     def _json_ids(self, raws: list[msgspec.Raw]) -> np.ndarray:
         """Interned JSON text of each value; -1 where the event lacks the field."""
         ids = np.full(len(raws), -1, dtype=np.int64)
-        present = [i for i, raw in enumerate(raws) if raw is not s.EMPTY_RAW]
-        if present:
-            texts = [bytes(raws[i]).decode() for i in present]
+        present = np.flatnonzero(
+            np.fromiter(map(id, raws), dtype=np.int64, count=len(raws)) != id(s.EMPTY_RAW)
+        )
+        if len(present):
+            texts = [bytes(raws[i]).decode() for i in present.tolist()]
             ids[present] = self.json_texts.ids(texts)
         return ids
 
@@ -232,8 +234,9 @@ class TableBuilder:
 
     def _add_instants(self, events: list[s.Event]) -> None:
         events, ts = _with_time(events)
-        memory = [e for e in events if e.name == "[memory]"]
-        others = [e for e in events if e.name != "[memory]"]
+        groups = dict(_group_by(events, "name"))
+        memory = groups.pop("[memory]", [])
+        others = [e for group in groups.values() for e in group]
         if memory:
             args = _MEMORY_DECODER.decode(_joined_args(memory))
             columns = {
@@ -249,17 +252,17 @@ class TableBuilder:
             }
             columns |= {
                 "ts_us": _floats(memory, "ts"),
-                "pid": self._ints_or_ids(e.pid for e in memory),
-                "tid": self._ints_or_ids(e.tid for e in memory),
+                "pid": self._ints_or_ids(memory, "pid"),
+                "tid": self._ints_or_ids(memory, "tid"),
             }
             self.chunks["memory"].append(columns)
         if others:
             self.chunks["instants"].append(
                 {
                     "ts_us": _floats(others, "ts"),
-                    "pid": self._ints_or_ids(e.pid for e in others),
-                    "tid": self._ints_or_ids(e.tid for e in others),
-                    "name_id": self.strings.ids(e.name for e in others),
+                    "pid": self._ints_or_ids(others, "pid"),
+                    "tid": self._ints_or_ids(others, "tid"),
+                    "name_id": self.strings.ids(map(attrgetter("name"), others)),
                 }
             )
 
@@ -267,14 +270,14 @@ class TableBuilder:
         events, ts = _with_time(events)
         if not events:
             return
-        ids = [e.id if e.id.__class__ is int else self._string_pid(e.id) for e in events]
+        phases = map(FLOW_PHASES.__getitem__, map(attrgetter("ph"), events))
         self.chunks["flows"].append(
             {
                 "ts_us": ts,
-                "pid": self._ints_or_ids(e.pid for e in events),
-                "tid": self._ints_or_ids(e.tid for e in events),
-                "flow_id": np.array(ids, dtype=np.int64),
-                "phase": np.array([FLOW_PHASES[e.ph] for e in events], dtype=np.int64),
+                "pid": self._ints_or_ids(events, "pid"),
+                "tid": self._ints_or_ids(events, "tid"),
+                "flow_id": self._ints_or_ids(events, "id"),
+                "phase": np.fromiter(phases, dtype=np.int64, count=len(events)),
                 "category_id": np.full(len(events), self.strings.id(category), np.int64),
             }
         )
