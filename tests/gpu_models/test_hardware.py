@@ -132,3 +132,8 @@ def test_live_device_without_torch_gpu_or_nvml_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(MissingDependencyError):
         live_device()
+
+
+def test_textbook_sm_by_name():
+    spec = lookup("textbook")
+    assert spec.arch.max_blocks_per_sm == 16 and spec.arch.smem_per_sm_bytes == 48 * 1024

@@ -46,14 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _arch(args: argparse.Namespace):  # -> ArchLimits
-    from aiprof.hardware import TEXTBOOK_SM, live_device, lookup
+    from aiprof.hardware import live_device, lookup
 
-    if args.arch is None:
-        spec = live_device()
-    elif args.arch.lower() == "textbook":
-        spec = lookup(TEXTBOOK_SM)
-    else:
-        spec = lookup(args.arch)
+    spec = live_device() if args.arch is None else lookup(args.arch)
     if spec.arch is None or not spec.occupancy_supported:
         from aiprof.errors import UnsupportedDeviceError
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from aiprof.errors import AiprofError
 from aiprof.gpu.kernel_occupancy import KernelOccupancy, kernel_occupancy
 from aiprof.hardware import GpuSpec, spec_from_device_properties
 
@@ -25,7 +26,10 @@ def trace_spec(trace: Trace) -> GpuSpec:
     device = trace.device
     if device is None:
         return GpuSpec(name="unknown device", vendor="unknown")
-    return spec_from_device_properties(device.raw)
+    try:
+        return spec_from_device_properties(device.raw)
+    except AiprofError:  # an architecture newer than the table: no occupancy, not a crash
+        return GpuSpec(name=device.name, vendor=device.vendor, num_sms=device.num_sms)
 
 
 def trace_kernel_occupancy(trace: Trace) -> KernelOccupancy:

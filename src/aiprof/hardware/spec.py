@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aiprof.errors import InputError, MissingDependencyError, UnsupportedDeviceError
-from aiprof.hardware.arch import ArchLimits
+from aiprof.hardware.arch import TEXTBOOK_SM, ArchLimits
 from aiprof.hardware.arch_table import ARCHES
 from aiprof.hardware.products import PRODUCTS, ProductSpec
 
@@ -126,7 +126,8 @@ def find_product(name: str) -> ProductSpec | None:
 
 
 def lookup(name_or_cc: str | GpuSpec | ArchLimits) -> GpuSpec:
-    """A ``GpuSpec`` from ``"sm_90"``, ``"9.0"``, a product or ``deviceProperties`` name, or a spec.
+    """A ``GpuSpec`` from ``"sm_90"``, ``"9.0"``, a product or ``deviceProperties`` name,
+    ``"textbook"`` (the chapter's idealized SM), or a spec.
 
     Raises ``UnsupportedDeviceError`` when nothing matches.
     """
@@ -134,6 +135,8 @@ def lookup(name_or_cc: str | GpuSpec | ArchLimits) -> GpuSpec:
         return name_or_cc
     if isinstance(name_or_cc, ArchLimits):
         return GpuSpec(name=name_or_cc.name, arch=name_or_cc)
+    if name_or_cc.strip().lower() == TEXTBOOK_SM.name:
+        return GpuSpec(name=TEXTBOOK_SM.name, arch=TEXTBOOK_SM)
     cc = _parse_cc(name_or_cc)
     if cc is not None:
         arch = arch_for(cc)
