@@ -18,9 +18,11 @@ def render_run_summary(run_dir: Path, meta: RunMeta, stream: TextIO) -> None:
     table.add_column("value")
     files = sorted(path.name for path in run_dir.iterdir() if not path.name.startswith("."))
     capture = meta.capture
-    steps = (f"{capture.get('num_steps_seen', 0)} seen ({capture.get('step_source') or 'none'}); "
-             f"skip {capture.get('skip_steps')}, warmup {capture.get('warmup_steps')}, "
-             f"active {capture.get('active_steps')}")
+    steps = (
+        f"{capture.get('num_steps_seen', 0)} seen ({capture.get('step_source') or 'none'}); "
+        f"skip {capture.get('skip_steps')}, warmup {capture.get('warmup_steps')}, "
+        f"active {capture.get('active_steps')}"
+    )
     if capture.get("mode") == "duration":
         steps = f"duration {capture.get('duration_s')} s after {capture.get('delay_s')} s"
     rows = [
