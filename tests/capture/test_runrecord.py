@@ -81,3 +81,12 @@ def test_load_run_of_a_missing_directory(tmp_path):
         load_run(tmp_path / "nope")
     with pytest.raises(InputError, match="not a run record"):
         load_run(tmp_path)
+
+
+def test_reading_and_capture_modules_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, aiprof.runrecord, aiprof.capture, aiprof.capture.session, "
+            "aiprof.capture.runner, aiprof.cli.run; sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
