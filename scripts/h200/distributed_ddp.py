@@ -5,7 +5,7 @@ Run from the repo root on a 2-GPU machine (about 40-70 s):
 Writes $OUT/distributed/ddp/rank{0,1}.trace.json.gz (clean) and
 $OUT/distributed/ddp_straggler/rank{0,1}.trace.json.gz (rank 1 sleeps 50 ms before each step),
 plus $OUT/distributed/ddp_meta.json (settings, step times). Commit both folders and the meta file
-under tests/data/distributed/. Each trace holds 4 profiled steps after 6 unprofiled warm-up steps.
+under tests/data/distributed/. Each trace holds 3 profiled steps after 6 unprofiled warm-up steps.
 
 With ``--no-profile`` it only trains (for ``aiprof run --nproc 2``: distributed_ddp_aiprof_run.sh).
 NCCL_NVLS_ENABLE=0 is kept set. Needs torch and torchvision (ResNet-50, random weights and data).
@@ -23,7 +23,7 @@ from pathlib import Path
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
-WARMUP_STEPS, PROFILED_STEPS, BATCH, SLEEP_MS = 6, 4, 64, 50.0
+WARMUP_STEPS, PROFILED_STEPS, BATCH, SLEEP_MS = 6, 3, 64, 50.0
 
 
 def _setup():  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ mkdir -p "$out"
 for variant in clean straggler; do
   dir="$out/run_ddp"; extra=()
   if [ "$variant" = straggler ]; then dir="$out/run_ddp_straggler"; extra=(--sleep-rank 1); fi
-  timeout 85 python3 -m aiprof.cli.main run --nproc 2 --skip 4 --warmup 2 --active 4 \
+  timeout 85 python3 -m aiprof.cli.main run --nproc 2 --skip 4 --warmup 2 --active 3 --no-shapes --no-memory \
       --no-gpu-samples --run-dir "$dir" -- \
       python3 scripts/h200/distributed_ddp.py --no-profile --steps 12 "${extra[@]}" \
       || echo "distributed_ddp_aiprof_run: $variant run failed (exit $?)" >&2
