@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from aiprof.cli._command import Command
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.gpu.banks import BankConflicts
 
 
 def _tile(text: str) -> tuple[int, int]:
@@ -27,7 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _rows(args: argparse.Namespace) -> tuple[str, list[tuple[str, object]], dict[str, object]]:
+Rows = list[tuple[str, "BankConflicts"]]
+
+
+def _rows(args: argparse.Namespace) -> tuple[str, Rows, dict[str, object]]:
     from aiprof.gpu.banks import strided_shared
     from aiprof.gpu.tiles import tile_access
 
@@ -43,7 +50,7 @@ def _rows(args: argparse.Namespace) -> tuple[str, list[tuple[str, object]], dict
     return title, [("column read", tile.column_read), ("row read", tile.row_read)], asdict(tile)
 
 
-def _render(title: str, rows: list[tuple[str, object]], extra: dict[str, object]) -> None:
+def _render(title: str, rows: list[tuple[str, BankConflicts]], extra: dict[str, object]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

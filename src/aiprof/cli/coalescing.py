@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from aiprof.cli._command import Command
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.gpu.coalescing import Coalescing
 
 
 def _int_list(text: str) -> list[int]:
@@ -28,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _results(args: argparse.Namespace) -> list[tuple[str, object]]:
+def _results(args: argparse.Namespace) -> list[tuple[str, Coalescing]]:
     from aiprof.gpu.coalescing import coalescing, strided
 
     if args.addresses is not None:
@@ -40,7 +44,7 @@ def _results(args: argparse.Namespace) -> list[tuple[str, object]]:
             for s in args.stride]
 
 
-def _render(rows: list[tuple[str, object]]) -> None:
+def _render(rows: list[tuple[str, Coalescing]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -66,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _as_dict(result: object) -> dict[str, object]:
+def _as_dict(result: Coalescing) -> dict[str, object]:
     from dataclasses import asdict
 
-    return asdict(result)  # type: ignore[call-overload]
+    return asdict(result)
 
 
 COMMAND = Command(name="coalescing", help="sectors per request and efficiency of a warp's "

@@ -124,17 +124,25 @@ def _axes_svg(x: _Axis, y: _Axis) -> list[str]:
     ]
     for tick in _ticks(x.lo, x.hi, x.log):
         px = _fmt(x.to_pixel(tick))
-        out.append(f'<line x1="{px}" y1="{_fmt(y.pixel_lo)}" x2="{px}" y2="{_fmt(y.pixel_hi)}" '
-                   'stroke="#ddd"/>')
-        out.append(f'<text x="{px}" y="{_fmt(y.pixel_lo + 16)}" text-anchor="middle" '
-                   f'font-size="11" {_FONT}>{escape(_label(tick))}</text>')
+        out.append(
+            f'<line x1="{px}" y1="{_fmt(y.pixel_lo)}" x2="{px}" y2="{_fmt(y.pixel_hi)}" '
+            'stroke="#ddd"/>'
+        )
+        out.append(
+            f'<text x="{px}" y="{_fmt(y.pixel_lo + 16)}" text-anchor="middle" '
+            f'font-size="11" {_FONT}>{escape(_label(tick))}</text>'
+        )
     for tick in _ticks(y.lo, y.hi, y.log):
         py = _fmt(y.to_pixel(tick))
-        out.append(f'<line x1="{_fmt(x.pixel_lo)}" y1="{py}" x2="{_fmt(x.pixel_hi)}" y2="{py}" '
-                   'stroke="#ddd"/>')
-        out.append(f'<text x="{_fmt(x.pixel_lo - 6)}" y="{py}" text-anchor="end" '
-                   f'dominant-baseline="middle" font-size="11" {_FONT}>'
-                   f"{escape(_label(tick))}</text>")
+        out.append(
+            f'<line x1="{_fmt(x.pixel_lo)}" y1="{py}" x2="{_fmt(x.pixel_hi)}" y2="{py}" '
+            'stroke="#ddd"/>'
+        )
+        out.append(
+            f'<text x="{_fmt(x.pixel_lo - 6)}" y="{py}" text-anchor="end" '
+            f'dominant-baseline="middle" font-size="11" {_FONT}>'
+            f"{escape(_label(tick))}</text>"
+        )
     return out
 
 
@@ -144,10 +152,13 @@ def _legend_svg(series: Sequence[Series], left: float, top: float) -> list[str]:
         color = _PALETTE[i % len(_PALETTE)]
         col, row = i % 3, i // 3
         lx, ly = left + col * 190, top + row * 16
-        out.append(f'<rect x="{_fmt(lx)}" y="{_fmt(ly - 8)}" width="12" height="8" '
-                   f'fill="{color}"/>')
-        out.append(f'<text x="{_fmt(lx + 16)}" y="{_fmt(ly)}" font-size="11" {_FONT}>'
-                   f"{escape(s.name)}</text>")
+        out.append(
+            f'<rect x="{_fmt(lx)}" y="{_fmt(ly - 8)}" width="12" height="8" fill="{color}"/>'
+        )
+        out.append(
+            f'<text x="{_fmt(lx + 16)}" y="{_fmt(ly)}" font-size="11" {_FONT}>'
+            f"{escape(s.name)}</text>"
+        )
     return out
 
 
@@ -159,7 +170,8 @@ def _check(series: Sequence[Series], width: int, height: int) -> None:
             raise InputError(f"series {s.name!r} has {len(s.xs)} x values but {len(s.ys)} y values")
         if s.kind not in ("line", "points", "step"):
             raise InputError(
-                f"series {s.name!r}: kind must be line, points or step, not {s.kind!r}")
+                f"series {s.name!r}: kind must be line, points or step, not {s.kind!r}"
+            )
 
 
 def line_chart(
