@@ -42,7 +42,9 @@ def independent_counts(path: Path) -> dict[str, Any]:
         "cpu_ops": sum(cats[c] for c in CPU_OP_CATS),
         "python": cats["python_function"],
         "flows": sum(1 for e in timed if e.get("ph") in ("s", "f", "t")),
-        "memory": sum(1 for e in timed if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"),
+        "memory": sum(
+            1 for e in timed if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"
+        ),
         "steps": len(step_names),
         "rank": info.get("rank"),
         "first_ts": min(float(e["ts"]) for e in timed),

@@ -42,7 +42,10 @@ CASES = {
         "t.json",
         b'{"deviceProperties": 3, "traceEvents": [{"ph": "X", "ts": 1, "dur": 1}]}',
     ),
-    "deep_nesting": lambda: ("t.json", b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    "deep_nesting": lambda: (
+        "t.json",
+        b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ),
 }
 
 
@@ -73,8 +76,10 @@ def test_missing_file_and_empty_directory(tmp_path: Path, capsys) -> None:
 
 def test_near_json_is_repaired(tmp_path: Path) -> None:
     """Raw control characters and bare N/A occur in real traces (pytorch/pytorch#130622)."""
-    data = (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k\x01ernel", "pid": 0, '
-            b'"tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 5}}], "x": N/A}')  # fmt: skip
+    data = (
+        b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k\x01ernel", "pid": 0, '
+        b'"tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 5}}], "x": N/A}'
+    )
     trace = load_trace(_write(tmp_path, "t.json", data))
     assert len(trace.kernels) == 1 and trace.metadata["x"] == "N/A"
 

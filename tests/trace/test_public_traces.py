@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.conftest import DATA, PUBLIC_TRACES
+from tests.trace.reference import independent_counts
 
 from aiprof import load_trace
 from aiprof.cli.main import main
-from tests.conftest import DATA, PUBLIC_TRACES
-from tests.trace.reference import independent_counts
 
 PUBLIC = sorted(PUBLIC_TRACES.glob("*/*.json.gz")) if PUBLIC_TRACES.is_dir() else []
 RECORDED_ON_H200 = sorted((DATA / "h200").glob("*.json.gz"))  # torch 2.11, CUDA 13, 2026-11-30
@@ -53,7 +53,9 @@ def test_runtime_calls_link_to_their_kernels_by_correlation(public_traces: Path)
     kernels = trace.kernels
     linked = kernels.launch_row >= 0
     assert linked.all()
-    np.testing.assert_array_equal(trace.runtime.correlation[kernels.launch_row], kernels.correlation)
+    np.testing.assert_array_equal(
+        trace.runtime.correlation[kernels.launch_row], kernels.correlation
+    )
     # the launching CPU op shares the kernel's External id (kineto-trace-format.md §6)
     with_op = kernels.op_row >= 0
     assert with_op.mean() > 0.99

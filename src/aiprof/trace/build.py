@@ -7,6 +7,7 @@ per-event survives a batch.
 
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -126,7 +127,7 @@ class TableBuilder:
         tail = text.rsplit(" ", 1)[-1]
         if tail.isdigit():
             return int(tail)
-        return -2 - self.strings.id(text)
+        return _named_id(text)
 
     def _add_spans(self, kind: int, events: list[s.Event]) -> None:
         events, ts = _with_time(events)
@@ -276,7 +277,7 @@ class TableBuilder:
                 "ts_us": ts,
                 "pid": self._ints_or_ids(events, "pid"),
                 "tid": self._ints_or_ids(events, "tid"),
-                "flow_id": self._ints_or_ids(events, "id"),
+                "flow_id": _flow_ids(events),
                 "phase": np.fromiter(phases, dtype=np.int64, count=len(events)),
                 "category_id": np.full(len(events), self.strings.id(category), np.int64),
             }
@@ -295,6 +296,24 @@ _SPAN_TABLE_OF_KIND = {
     PYTHON: "python_functions",
     SYNC: "syncs",
 }
+
+
+NAMED_ID_BASE = 1 << 62
+"""Non-numeric pids, tids and flow ids ("Spans", "Traces") become NAMED_ID_BASE + CRC-32."""
+
+
+def _named_id(text: str) -> int:
+    return NAMED_ID_BASE + zlib.crc32(text.encode())
+
+
+def _flow_ids(events: list[s.Event]) -> np.ndarray:
+    """Flow ids as integers; see ``NAMED_ID_BASE`` for non-numeric ones."""
+    try:
+        return _ints(events, "id")
+    except (TypeError, ValueError, OverflowError):
+        ids = map(attrgetter("id"), events)
+        out = [v if v.__class__ is int else _named_id(str(v)) for v in ids]
+        return np.array(out, dtype=np.int64)
 
 
 def _with_time(events: list[s.Event]) -> tuple[list[s.Event], np.ndarray]:
