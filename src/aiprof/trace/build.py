@@ -114,7 +114,7 @@ class TableBuilder:
         }
 
     def _ints_or_ids(self, objects: list[Any], field: str) -> np.ndarray:
-        """pid/tid/id: integers as they are, ``"stream 7"`` as 7, other strings as negative ids."""
+        """pid/tid: integers as they are, "stream 7" as 7, other strings hashed (NAMED_ID_BASE)."""
         try:
             return _ints(objects, field)
         except (TypeError, ValueError, OverflowError):

@@ -57,7 +57,7 @@ class SpanTable(Table):
     ts_us: np.ndarray  # float64
     dur_us: np.ndarray  # float64
     name_id: np.ndarray  # int64 into Trace.strings
-    pid: np.ndarray  # int64; GPU events: device index; non-numeric pids are negative ids
+    pid: np.ndarray  # int64; GPU events: device index; non-numeric pids: NAMED_ID_BASE + CRC-32
     tid: np.ndarray  # int64; GPU events: stream id
 
     @property
