@@ -1,0 +1,132 @@
+"""What the rules see: one trace, its analysis passes (computed once), and the replay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from aiprof.analysis.allocator import AllocatorResult, allocator_calls
+from aiprof.analysis.copies import CopiesResult, copies
+from aiprof.analysis.dataloader import DataloaderResult, dataloader_time
+from aiprof.analysis.fusion_chains import FusionChainsResult, fusion_chains
+from aiprof.analysis.idle import IdleResult, stream_idle
+from aiprof.analysis.launch import LaunchResult, launch_overhead
+from aiprof.analysis.layout import LayoutResult, layout_conversions
+from aiprof.analysis.occupancy import OccupancyResult, occupancy_pass
+from aiprof.analysis.shapes import ShapesResult, misaligned_shapes
+from aiprof.analysis.sync import SyncPoints, sync_points
+from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
+from aiprof.diagnose.replay import Change, Timeline, replay
+from aiprof.diagnose.timeline import build_timeline
+from aiprof.gpu.trace_occupancy import trace_spec
+from aiprof.hardware import GpuSpec
+from aiprof.trace import Trace
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """Thresholds of the diagnosis."""
+
+    min_gain_pct: float = 1.0
+    """Findings whose estimated gain is below this are dropped."""
+    worth_fixing_pct: float = 5.0
+    """Below this for every finding, the verdict says there is nothing worth fixing."""
+    max_items: int = 5
+    """Offending kernels/ops listed per finding."""
+
+
+class Context:
+    """Lazily computed passes of one trace and the gain of a replay change."""
+
+    def __init__(self, trace: Trace, options: DiagnoseOptions) -> None:
+        self.trace = trace
+        self.options = options
+
+    @cached_property
+    def spec(self) -> GpuSpec:
+        return trace_spec(self.trace)
+
+    @cached_property
+    def idle(self) -> IdleResult:
+        return stream_idle(self.trace)
+
+    @cached_property
+    def launch(self) -> LaunchResult:
+        return launch_overhead(self.trace)
+
+    @cached_property
+    def syncs(self) -> SyncPoints:
+        return sync_points(self.trace)
+
+    @cached_property
+    def copies(self) -> CopiesResult:
+        return copies(self.trace)
+
+    @cached_property
+    def dataloader(self) -> DataloaderResult:
+        return dataloader_time(self.trace)
+
+    @cached_property
+    def allocator(self) -> AllocatorResult:
+        return allocator_calls(self.trace)
+
+    @cached_property
+    def layout(self) -> LayoutResult:
+        return layout_conversions(self.trace)
+
+    @cached_property
+    def tensor_cores(self) -> TensorCoreResult:
+        return tensor_core_usage(self.trace)
+
+    @cached_property
+    def shapes(self) -> ShapesResult:
+        return misaligned_shapes(self.trace)
+
+    @cached_property
+    def chains(self) -> FusionChainsResult:
+        return fusion_chains(self.trace)
+
+    @cached_property
+    def occupancy(self) -> OccupancyResult:
+        return occupancy_pass(self.trace)
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        return build_timeline(self.trace, self.syncs, self.allocator)
+
+    @cached_property
+    def base_us(self) -> float:
+        return replay(self.timeline)
+
+    @property
+    def step_us(self) -> float:
+        steps = max(len(self.trace.steps), 1)
+        return self.timeline.measured_us / steps
+
+    def gain_pct(self, change: Change) -> float:
+        """Step time saved by ``change``, in % of the replayed step (0 when nothing to replay)."""
+        if self.base_us <= 0:
+            return 0.0
+        return float(max(0.0, 100.0 * (1.0 - replay(self.timeline, change) / self.base_us)))
+
+    def remaining_step_us(self, gain_pct: float) -> float:
+        """The measured step time scaled by the replay's ratio."""
+        return self.step_us * (1.0 - gain_pct / 100.0)
+
+    def top_kernels(self, rows: object, limit: int | None = None) -> list[dict[str, object]]:
+        """The kernels of ``rows`` grouped by name, most time first (evidence)."""
+        import numpy as np
+
+        gpu = self.trace.gpu_ops
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return []
+        ids, inverse = np.unique(gpu.name_id[rows], return_inverse=True)
+        totals = np.bincount(inverse, weights=gpu.dur_us[rows])
+        counts = np.bincount(inverse)
+        order = np.argsort(-totals, kind="stable")[: limit or self.options.max_items]
+        return [
+            {"name": self.trace.name(int(ids[i])), "count": int(counts[i]),
+             "total_us": round(float(totals[i]), 1)}
+            for i in order
+        ]

@@ -1,0 +1,114 @@
+"""``diagnose(target)``: run every rule on every rank, rank the findings, write a verdict."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+
+from aiprof.diagnose import host_rules, kernel_rules, rank_rules
+from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.finding import Diagnosis, Finding
+from aiprof.errors import AiprofError
+from aiprof.trace import Trace, TraceSet
+
+Rule = Callable[[Context], Finding | None]
+RULES: tuple[Rule, ...] = (
+    host_rules.dataloader_rule,
+    host_rules.cpu_bound_rule,
+    host_rules.host_sync_rule,
+    host_rules.h2d_transfer_rule,
+    host_rules.allocator_rule,
+    kernel_rules.tensor_cores_rule,
+    kernel_rules.layout_rule,
+    kernel_rules.unfused_rule,
+    kernel_rules.misaligned_rule,
+    kernel_rules.occupancy_rule,
+    rank_rules.communication_rule,
+)
+
+
+def diagnose_trace(trace: Trace, options: DiagnoseOptions | None = None) -> tuple[list[Finding], Context]:
+    """Every rule's finding on one trace (unranked) and the context they came from."""
+    ctx = Context(trace, options or DiagnoseOptions())
+    if not trace.has_gpu:
+        return [], ctx
+    found = [finding for rule in RULES if (finding := rule(ctx)) is not None]
+    return found, ctx
+
+
+def diagnose(
+    target: Trace | TraceSet | str | os.PathLike[str], options: DiagnoseOptions | None = None
+) -> Diagnosis:
+    """Ranked findings of a trace, a trace set (all ranks) or a path (trace, directory, run)."""
+    options = options or DiagnoseOptions()
+    traces = _as_trace_set(target)
+    per_rank = [diagnose_trace(t, options) for t in traces]
+    findings = _merge_ranks([f for found, _ in per_rank for f in found], len(traces))
+    notes = []
+    if len(traces) > 1:
+        try:
+            findings.extend(rank_rules.straggler_findings(traces))
+        except AiprofError as error:
+            notes.append(f"straggler analysis skipped: {error}")
+    ranked = rank_findings([f for f in findings if f.estimated_gain_pct >= options.min_gain_pct])
+    slowest = max((ctx for _, ctx in per_rank), key=lambda c: c.step_us)
+    device = slowest.trace.device
+    has_gpu = any(t.has_gpu for t in traces)
+    return Diagnosis(
+        findings=ranked,
+        verdict=verdict(ranked, options, has_gpu, slowest.step_us),
+        step_us=slowest.step_us,
+        replay_step_us=slowest.base_us / max(len(slowest.trace.steps), 1) if has_gpu else 0.0,
+        device=device.name if device else None,
+        num_ranks=len(traces),
+        notes=notes,
+    )
+
+
+def rank_findings(findings: list[Finding]) -> list[Finding]:
+    """Sorted by estimated gain (highest first; category breaks ties), ranks 1..n."""
+    ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
+    return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
+
+
+def verdict(findings: list[Finding], options: DiagnoseOptions, has_gpu: bool, step_us: float) -> str:
+    """One sentence: the top cause, or that nothing is worth fixing."""
+    if not has_gpu:
+        return "No GPU activity in the trace: nothing to diagnose on the device side."
+    worth = [f for f in findings if f.estimated_gain_pct >= options.worth_fixing_pct]
+    if not worth:
+        largest = f" (largest: {findings[0].category}, {findings[0].estimated_gain_pct:.1f}%)" if findings else ""
+        return (f"Nothing worth fixing: no cause would save {options.worth_fixing_pct:g}% or "
+                f"more of the {step_us / 1000:.2f} ms step{largest}.")
+    top = worth[0]
+    return (f"Step {step_us / 1000:.2f} ms; fix {top.category} first: up to "
+            f"{top.estimated_gain_pct:.0f}% of the step ({len(worth)} finding(s) above "
+            f"{options.worth_fixing_pct:g}%).")
+
+
+def _merge_ranks(findings: list[Finding], num_ranks: int) -> list[Finding]:
+    """One finding per category: the rank where it costs most, with the ranks affected."""
+    if num_ranks <= 1:
+        return findings
+    best: dict[str, Finding] = {}
+    ranks: dict[str, list[int]] = {}
+    for f in findings:
+        rank = int(f.evidence.get("rank", -1))
+        ranks.setdefault(f.category, []).append(rank)
+        if f.category not in best or f.estimated_gain_pct > best[f.category].estimated_gain_pct:
+            best[f.category] = f
+    return [
+        replace(f, evidence={**f.evidence, "ranks_affected": sorted(ranks[c])})
+        for c, f in best.items()
+    ]
+
+
+def _as_trace_set(target: Trace | TraceSet | str | os.PathLike[str]) -> TraceSet:
+    if isinstance(target, TraceSet):
+        return target
+    if isinstance(target, Trace):
+        return TraceSet((target,), "single trace")
+    from aiprof.trace import load_traces
+
+    return load_traces(target)

@@ -1,0 +1,94 @@
+"""Findings and the diagnosis: what ``aiprof diagnose`` returns (schema ``aiprof.diagnosis/1``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "aiprof.diagnosis/1"
+CATEGORIES = (
+    "dataloader",
+    "cpu_bound",
+    "host_sync",
+    "h2d_transfer",
+    "tensor_cores_unused",
+    "layout_conversion",
+    "unfused_elementwise",
+    "misaligned_shapes",
+    "allocator_churn",
+    "communication_exposed",
+    "straggler",
+    "low_occupancy",
+)
+"""The categories of ../shared/DESIGN.md, "Diagnosis vocabulary"."""
+HOST_SIDE = frozenset({"dataloader", "cpu_bound", "host_sync", "h2d_transfer"})
+
+
+def severity(gain_pct: float) -> str:
+    """``high`` from 20% of the step, ``medium`` from 5%, else ``low`` (aiprof's bands)."""
+    return "high" if gain_pct >= 20.0 else "medium" if gain_pct >= 5.0 else "low"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One cause, with the numbers that triggered it and what fixing it would gain."""
+
+    category: str
+    title: str
+    estimated_gain_pct: float
+    """Step time saved by the fix, in % of the step, from the rule's replay model."""
+    evidence: dict[str, Any]
+    fix: str
+    model: str
+    """The replay change behind ``estimated_gain_pct`` (docs/diagnose.md)."""
+    rank: int = 0
+    """Position in the ranking (1 = largest gain), set by ``rank_findings``."""
+
+    @property
+    def severity(self) -> str:
+        return severity(self.estimated_gain_pct)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Ranked findings of one trace (or of every rank of a trace set) and a verdict."""
+
+    findings: list[Finding]
+    verdict: str
+    step_us: float
+    """Measured mean step time (of the slowest rank for a trace set)."""
+    replay_step_us: float
+    """The replay model's step time with nothing changed (its fidelity check)."""
+    device: str | None
+    num_ranks: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        """The ``aiprof.diagnosis/1`` JSON document."""
+        return {
+            "schema": SCHEMA,
+            "findings": [
+                {
+                    "rank": f.rank,
+                    "category": f.category,
+                    "title": f.title,
+                    "severity": f.severity,
+                    "estimated_gain_pct": round(f.estimated_gain_pct, 2),
+                    "evidence": f.evidence,
+                    "fix": f.fix,
+                    "model": f.model,
+                }
+                for f in self.findings
+            ],
+            "verdict": self.verdict,
+            "device": self.device,
+            "num_ranks": self.num_ranks,
+            "step_us": self.step_us,
+            "replay_step_us": self.replay_step_us,
+            "notes": self.notes,
+        }
+
+    def _repr_html_(self) -> str:
+        from aiprof.report.html import diagnosis_fragment
+
+        return diagnosis_fragment(self)

@@ -1,0 +1,127 @@
+"""Replay of the profiled steps: the step time that remains when a cause is removed.
+
+The model (aiprof's; docs/diagnose.md "The replay"). Every GPU op launched inside the steps
+and every CPU sync point becomes an event in CPU order. The CPU runs from event to event:
+between two events it spends the *work* time the trace shows (the gap between the end of one
+event and the start of the next). A launch issues its op at the CPU's current time; the op
+starts at ``max(launch + latency, previous op of its stream's end + gap)`` and runs for its
+duration. A sync point (or a blocking copy) makes the CPU wait until every stream is done.
+``latency`` (launch call to kernel start on an idle GPU) and ``gap`` (turnaround between
+queued kernels) are medians measured on the trace itself.
+
+A fix is a ``Change``: new op durations, CPU work removed (dataloader, allocator calls),
+sync points that no longer block, blocking copies made asynchronous, or CPU work between
+launches collapsed (CUDA graphs). The gain is ``1 - replay(change) / replay(nothing)``;
+both replays use the same model, so its systematic errors mostly cancel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aiprof.analysis import intervals as iv
+
+LAUNCH, BLOCKING_LAUNCH, SYNC = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Events of the steps, sorted by CPU start time (columns of equal length)."""
+
+    kind: np.ndarray
+    """``LAUNCH``, ``BLOCKING_LAUNCH`` (a copy the CPU waits for) or ``SYNC``."""
+    cpu_start_us: np.ndarray
+    cpu_end_us: np.ndarray
+    gpu_row: np.ndarray
+    """Row of ``trace.gpu_ops`` (-1 for ``SYNC``)."""
+    stream: np.ndarray
+    """Dense stream index (0..num_streams-1; -1 for ``SYNC``)."""
+    gpu_dur_us: np.ndarray
+    sync_id: np.ndarray
+    """Row in the trace's runtime table of the sync call or the copy's launch call."""
+    start_us: float
+    end_us: float
+    latency_us: float
+    gap_us: float
+    num_streams: int
+    measured_us: float
+    """Length of the step window the timeline covers."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a fix changes in the timeline (all optional)."""
+
+    gpu_dur_us: dict[int, float] = field(default_factory=dict)
+    """New duration per ``gpu_row`` (0 removes the op, its gap included)."""
+    removed_cpu: iv.Intervals = iv.EMPTY
+    """CPU time that disappears (dataloader spans, allocator calls)."""
+    unblocked: frozenset[int] = frozenset()
+    """``sync_id`` s of sync points / blocking copies that no longer make the CPU wait."""
+    launch_work_scale: float = 1.0
+    """Factor on the CPU work between events outside ``protected_cpu`` (0: CUDA graphs)."""
+    protected_cpu: iv.Intervals = iv.EMPTY
+    """CPU time ``launch_work_scale`` does not touch (dataloader, allocator, syncs)."""
+
+
+def covered_between(intervals: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Length of ``intervals`` (normalized) inside each ``[lo, hi]`` (vectorized)."""
+    starts, ends = intervals
+    if len(starts) == 0:
+        return np.zeros(len(lo))
+    cumulative = np.concatenate([[0.0], np.cumsum(ends - starts)])
+
+    def before(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(starts, t, side="right")
+        inside = np.where(i > 0, np.minimum(t - starts[np.maximum(i - 1, 0)],
+                                            (ends - starts)[np.maximum(i - 1, 0)]), 0.0)
+        return cumulative[np.maximum(i - 1, 0)] * (i > 0) + np.maximum(inside, 0.0)
+
+    return np.maximum(before(hi) - before(lo), 0.0)
+
+
+def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
+    """CPU work before each event and after the last one, with the change applied."""
+    lo = np.maximum.accumulate(np.concatenate([[timeline.start_us], timeline.cpu_end_us]))
+    hi = np.append(timeline.cpu_start_us, timeline.end_us)
+    lo = np.minimum(lo, hi)
+    work = hi - lo - covered_between(change.removed_cpu, lo, hi)
+    if change.launch_work_scale != 1.0:
+        kept = covered_between(iv.subtract(change.protected_cpu, change.removed_cpu), lo, hi)
+        work = kept + (work - kept) * change.launch_work_scale
+    work = np.maximum(work, 0.0)
+    return work[:-1], float(work[-1])
+
+
+def replay(timeline: Timeline, change: Change | None = None) -> float:
+    """Simulated length of the steps under ``change`` (µs)."""
+    change = change or Change()
+    work, tail = cpu_work(timeline, change)
+    durations = timeline.gpu_dur_us.copy()
+    for row_index in np.flatnonzero(timeline.gpu_row >= 0):
+        new = change.gpu_dur_us.get(int(timeline.gpu_row[row_index]))
+        if new is not None:
+            durations[row_index] = new
+    call_scale = change.launch_work_scale
+    stream_end = [timeline.start_us] * max(timeline.num_streams, 1)
+    cpu, lat, gap = timeline.start_us, timeline.latency_us, timeline.gap_us
+    call_us = (timeline.cpu_end_us - timeline.cpu_start_us).tolist()
+    for k, (kind, stream, dur, sync_id) in enumerate(zip(
+        timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
+        timeline.sync_id.tolist(), strict=True,
+    )):
+        cpu += work[k]
+        blocks = sync_id not in change.unblocked
+        if kind == SYNC:
+            cpu = max(cpu, max(stream_end)) if blocks else cpu
+            continue
+        if dur > 0:
+            start = max(cpu + lat, stream_end[stream] + gap)
+            stream_end[stream] = start + dur
+        if kind == BLOCKING_LAUNCH and blocks:
+            cpu = max(cpu, stream_end[stream])
+        else:
+            cpu += call_us[k] * call_scale if kind == LAUNCH else min(call_us[k], lat)
+    return max(cpu + tail, max(stream_end)) - timeline.start_us
