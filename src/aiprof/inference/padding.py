@@ -146,8 +146,10 @@ def optimal_buckets(lengths: np.ndarray, num_buckets: int, cost: str = "linear")
         nxt = np.full(m + 1, np.inf)
         for j in range(1, m + 1):
             i = np.arange(j)
-            total = best[:j] + unit[j - 1] * (prefix_count[j] - prefix_count[i]) - (
-                prefix_cost[j] - prefix_cost[i]
+            total = (
+                best[:j]
+                + unit[j - 1] * (prefix_count[j] - prefix_count[i])
+                - (prefix_cost[j] - prefix_cost[i])
             )
             arg = int(np.argmin(total))
             nxt[j], choices[k, j] = total[arg], arg
@@ -196,3 +198,25 @@ def analyze_padding(lengths: Sequence[int] | np.ndarray, options: PaddingOptions
         packing_rows=rows,
         packing_waste_pct=_waste_pct(float(cost_of(array, options.cost).sum()), packed_padded),
     )
+
+
+def read_lengths(path: str) -> np.ndarray:
+    """Sequence lengths from a text file: integers separated by newlines, spaces or commas;
+    ``#`` starts a comment."""
+    try:
+        with open(path) as handle:
+            lines = handle.readlines()
+    except OSError as error:
+        raise InputError(f"cannot read lengths file {path}: {error.strerror}") from error
+    values: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        for token in line.split("#", 1)[0].replace(",", " ").split():
+            try:
+                values.append(int(token))
+            except ValueError:
+                raise InputError(
+                    f"{path}, line {number}: {token!r} is not a whole number of tokens"
+                ) from None
+    if not values:
+        raise InputError(f"lengths file {path} is empty; write one sequence length per line")
+    return validate_lengths(values)

@@ -1,0 +1,120 @@
+"""``aiprof batching bench``: the measuring verb of ``aiprof batching`` (torch needed)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    from aiprof.cli.batching import _ints as parse
+
+    return parse(text)
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``batching bench``."""
+    parser.add_argument("--model", required=True, metavar="MODULE:FACTORY",
+                        help="function returning a torch model, or (model, make_input(batch))")
+    parser.add_argument("--input-shape", type=_ints, help="one sample's shape, e.g. 3,224,224")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    parser.add_argument("--batch-sizes", type=_ints, default=(1, 2, 4, 8))
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--rate", type=float, help="open-loop Poisson load, requests/s")
+    parser.add_argument("--concurrency", type=int, help="closed-loop: requests outstanding")
+    parser.add_argument("--requests", type=int, default=500, help="requests per load run")
+    parser.add_argument("--max-batch", type=int, default=8)
+    parser.add_argument("--max-delay-ms", type=float, default=0.0)
+    parser.add_argument("--curve-out", metavar="CSV", help="write the measured latency curve")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _write_curve(path: str, measured: Any) -> None:
+    from aiprof.errors import InputError
+
+    lines = ["batch_size,latency_ms,p90_ms,p99_ms"]
+    for batch, t in zip(measured.batch_sizes, measured.timings, strict=True):
+        lines.append(f"{batch},{t.p50_us / 1e3:.6f},{t.p90_us / 1e3:.6f},{t.p99_us / 1e3:.6f}")
+    try:
+        with open(path, "w") as handle:
+            handle.write("\n".join(lines) + "\n")
+    except OSError as error:
+        raise InputError(f"cannot write {path}: {error.strerror}") from error
+
+
+def _closed(model_fn: Any, policy: Any, concurrency: int, requests: int, sample: Any) -> Any:
+    from aiprof.inference.batcher import DynamicBatcher
+    from aiprof.inference.loadgen import closed_loop, run_precise
+
+    async def scenario() -> Any:
+        batcher = DynamicBatcher(model_fn, policy)
+        batcher.start()
+        await closed_loop(batcher, concurrency, requests, lambda _: sample)
+        await batcher.close()
+        return batcher.metrics()
+
+    return run_precise(scenario())
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Measure the curve; serve open- and/or closed-loop load; compare with the simulator."""
+    from aiprof.inference.agreement import calibrate_overhead_us, measure_real
+    from aiprof.inference.arrivals import poisson_arrivals
+    from aiprof.inference.bench import batch_function, load_model, measure_curve
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions, simulate
+    from aiprof.report.jsonout import dumps
+
+    model, make_input = load_model(args.model, args.input_shape)
+    measured = measure_curve(model, make_input, args.batch_sizes, device=args.device,
+                             warmup=args.warmup, iters=args.iters)
+    if args.curve_out:
+        _write_curve(args.curve_out, measured)
+    policy = BatchPolicy(max_batch_size=args.max_batch, max_queue_delay_us=args.max_delay_ms * 1e3)
+    model_fn = batch_function(model, args.device)
+    sample = make_input(1)[0]
+    out: dict[str, Any] = {"schema": "aiprof.batching.bench/1", "curve": measured, "policy": policy}
+    if args.rate:
+        arrivals = poisson_arrivals(args.rate, args.requests, seed=args.seed)
+        overhead = calibrate_overhead_us(model_fn, measured.curve(), 100, lambda _: sample)
+        predicted = simulate(arrivals, measured.curve(), policy,
+                             SimulationOptions(overhead_us=overhead))
+        out["open_loop"] = {"rate_rps": args.rate, "overhead_us": overhead,
+                            "real": measure_real(model_fn, policy, arrivals, lambda _: sample),
+                            "simulated": predicted}
+    if args.concurrency:
+        out["closed_loop"] = {"concurrency": args.concurrency,
+                              "real": _closed(model_fn, policy, args.concurrency, args.requests,
+                                              sample)}
+    if args.json:
+        print(dumps(out))
+    else:
+        _render(out)
+    return 0
+
+
+def _render(out: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from aiprof.cli.batching import render_metrics
+
+    measured = out["curve"]
+    table = Table(title=f"Latency curve on {measured.device}")
+    for column in ("batch", "P50 ms", "P90 ms", "P99 ms", "items/s at P50"):
+        table.add_column(column, justify="right")
+    for batch, t in zip(measured.batch_sizes, measured.timings, strict=True):
+        table.add_row(str(batch), f"{t.p50_us / 1e3:.3f}", f"{t.p90_us / 1e3:.3f}",
+                      f"{t.p99_us / 1e3:.3f}", f"{batch / t.p50_us * 1e6:.0f}")
+    Console().print(table)
+    if "open_loop" in out:
+        rate = out["open_loop"]["rate_rps"]
+        render_metrics(out["open_loop"]["real"], f"Real batcher, Poisson {rate:g} req/s")
+        overhead = out["open_loop"]["overhead_us"]
+        render_metrics(out["open_loop"]["simulated"],
+                       f"Simulator, same arrivals and curve, {overhead:.0f} us overhead per batch")
+    if "closed_loop" in out:
+        render_metrics(out["closed_loop"]["real"],
+                       f"Real batcher, concurrency {out['closed_loop']['concurrency']}")

@@ -1,0 +1,120 @@
+"""Measure a PyTorch model's latency curve and serve it through the real batcher.
+
+``MODULE:FACTORY`` names a function returning either a ``torch.nn.Module`` (inputs then come from
+``input_shape``) or a pair ``(model, make_input)`` with ``make_input(batch_size) -> Tensor``.
+MODULE is an importable module or a path to a ``.py`` file. torch is imported inside functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiprof.errors import InputError, MissingDependencyError
+from aiprof.inference.latency_curve import LatencyCurve
+from aiprof.inference.timing import Timing, time_calls
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredCurve:
+    """Latency per batch size of one model on one device."""
+
+    device: str
+    batch_sizes: tuple[int, ...]
+    timings: tuple[Timing, ...]
+
+    def curve(self) -> LatencyCurve:
+        """The median latencies as a :class:`LatencyCurve` for the simulator."""
+        return LatencyCurve(
+            batch_sizes=self.batch_sizes, latency_us=tuple(t.p50_us for t in self.timings)
+        )
+
+
+def import_torch() -> Any:
+    """torch, or a MissingDependencyError saying how to install it."""
+    try:
+        import torch
+    except ImportError as error:
+        raise MissingDependencyError(
+            "this command runs a model: pip install 'aiprof[torch]'"
+        ) from error
+    return torch
+
+
+def _import(module_name: str) -> Any:
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise InputError(f"no Python file {module_name}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(module_name)
+
+
+def load_model(
+    spec: str, input_shape: Sequence[int] | None = None
+) -> tuple[Any, Callable[[int], Any]]:
+    """The model and an input maker from ``MODULE:FACTORY``; any failure is an InputError."""
+    torch = import_torch()
+    module_name, _, factory_name = spec.partition(":")
+    if not module_name or not factory_name:
+        raise InputError(f"--model wants MODULE:FACTORY (e.g. mypkg.models:resnet), not {spec!r}")
+    try:
+        factory = getattr(_import(module_name), factory_name)
+        made = factory()
+    except InputError:
+        raise
+    except Exception as error:
+        raise InputError(f"model factory {spec} failed: {type(error).__name__}: {error}") from error
+    if isinstance(made, tuple) and len(made) == 2:
+        return made[0], made[1]
+    if input_shape is None:
+        raise InputError(f"{spec} returned only a model: give --input-shape (e.g. 3,224,224)")
+    shape = tuple(input_shape)
+    return made, lambda batch: torch.randn(batch, *shape)
+
+
+def measure_curve(
+    model: Any,
+    make_input: Callable[[int], Any],
+    batch_sizes: Sequence[int],
+    *,
+    device: str = "cpu",
+    warmup: int = 3,
+    iters: int = 20,
+) -> MeasuredCurve:
+    """Forward latency at each batch size (inputs already on the device)."""
+    torch = import_torch()
+    model = model.to(device).eval()
+    timings = []
+    with torch.inference_mode():
+        for batch in sorted(set(batch_sizes)):
+            inputs = make_input(batch).to(device)
+            samples = time_calls(
+                lambda x=inputs: model(x), device=device, warmup=warmup, iters=iters
+            )
+            timings.append(Timing.of(samples))
+    return MeasuredCurve(
+        device=device, batch_sizes=tuple(sorted(set(batch_sizes))), timings=tuple(timings)
+    )
+
+
+def batch_function(model: Any, device: str = "cpu") -> Callable[[list[Any]], list[Any]]:
+    """A batcher model function: stack single inputs, run the model, split the outputs."""
+    torch = import_torch()
+    model = model.to(device).eval()
+
+    def run(inputs: list[Any]) -> list[Any]:
+        with torch.inference_mode():
+            out = model(torch.stack(inputs).to(device))
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            return list(out.cpu().unbind(0))
+
+    return run
