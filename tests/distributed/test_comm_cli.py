@@ -84,15 +84,15 @@ def test_comm_bench_two_gloo_ranks_under_torchrun(tmp_path, capsys):
         "comm",
         "bench",
         "--max-bytes",
-        "256KiB",
+        "4MiB",
         "--step-factor",
-        "8",
+        "16",
         "--iters",
         "3",
         "--warmup",
         "1",
         "--fit-min-bytes",
-        "4KiB",
+        "32KiB",
         "--output",
         str(out),
         "--json",
@@ -137,7 +137,7 @@ def test_comm_bench_two_gloo_ranks_under_torchrun(tmp_path, capsys):
         == 0
     )
     model = json.loads(capsys.readouterr().out)
-    assert model["link"]["name"] == "measured" and model["algorithm"] == "ring"
+    assert model["link"]["name"] == "measured" and model["algorithm"].startswith("ring")
 
 
 @pytest.mark.slow
