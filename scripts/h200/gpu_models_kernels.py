@@ -46,11 +46,13 @@ def _direct_ncu(csv: Path) -> str:
         module.__path__ = [str(path)]
         sys.modules[name] = module
     from aiprof.cli.kernels import ncu_command
-    from aiprof.gpu.ncu_metrics import default_metrics
+    from aiprof.gpu.ncu_metrics import default_metrics, translate
 
     args = argparse.Namespace(launch_count=15, launch_skip=0, kernel_regex=None,
                               cmd=["--", *WORKLOAD])
-    command = ncu_command("ncu", list(default_metrics()), args, csv)
+    extra = [name for metric in translate(NVPROF.split(",")) for name in metric.ncu]
+    metrics = list(dict.fromkeys([*default_metrics(), *extra]))  # what --nvprof-metrics adds
+    command = ncu_command("ncu", metrics, args, csv)
     done = common.run(command, timeout=80)
     if not csv.exists() or '"ID"' not in csv.read_text(errors="replace"):
         csv.write_text(done.stdout)  # this ncu printed the CSV to stdout despite --log-file
