@@ -13,6 +13,9 @@ from aiprof.tensor.measure import MeasuredCeilings
 from aiprof.tensor.model_analysis import ModelAnalysis
 from aiprof.tensor.trace_roofline import TraceRoofline
 
+MAX_LINES = 8
+"""Findings printed per lint; --json has them all."""
+
 
 def _num(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "-" if value is None else f"{value / scale:,.{digits}f}"
@@ -159,7 +162,7 @@ def print_lints(
     out.print(
         f"layout: {layout.num_convs_checked} convolutions checked, {len(layout.findings)} findings"
     )
-    for f in layout.findings:
+    for f in layout.findings[:MAX_LINES]:
         predicted = (
             f" ~{duration(f.predicted_us)} of conversions" if f.predicted_us is not None else ""
         )
@@ -167,6 +170,12 @@ def print_lints(
             f"  {text('[' + f.kind + ']')} op #{f.index} {text(f.op)} "
             f"{text(str(list(f.shape)))} {f.dtype}: "
             f"{f.converted_bytes:,} B moved{predicted}; fix: {text(f.fix)}"
+        )
+    if len(layout.findings) > MAX_LINES:
+        out.print(f"  ... and {len(layout.findings) - MAX_LINES} more (--json lists all)")
+    if layout.predicted_total_us is not None:
+        out.print(
+            f"  predicted conversion time, all findings: {duration(layout.predicted_total_us)}"
         )
     out.print(f"alignment: {len(alignment)} findings")
     for a in alignment:

@@ -67,7 +67,8 @@ SOFTMAX_FLOPS_PER_ELEMENT: dict[str, int] = {
     **dict.fromkeys("_softmax_backward_data _log_softmax_backward_data".split(), 4),
 }
 VIEW_OPS = frozenset(
-    "view _unsafe_view reshape _reshape_alias as_strided t transpose permute expand expand_as "
+    "view _unsafe_view reshape _reshape_alias as_strided as_strided_ t transpose permute expand "
+    "expand_as "
     "squeeze unsqueeze slice select narrow split split_with_sizes chunk unbind detach alias "
     "lift_fresh view_as unfold diagonal flatten unflatten numpy_T movedim swapaxes".split()
 )
