@@ -70,6 +70,22 @@ def test_duration_mode_for_inference_without_optimizer(tmp_path, workload):
     assert read_meta(record).capture["mode"] == "duration"
 
 
+def test_delay_moves_the_window_after_the_script_start(tmp_path, workload):
+    code, record = run(tmp_path, "--duration", "0.3", "--delay", "0.5", "--no-memory",
+                       "--", "python", workload("infer_loop.py"), "2.0")
+    assert code == 0
+    log = (record / "stdout.log").read_text()
+    script_start_ns = int(log.split("script start ")[1].split()[0])
+    trace = raw_trace(record / "rank0.trace.json.gz")
+    base = trace["baseTimeNanoseconds"]  # wall ns = base + ts * 1000 (Kineto)
+    ops = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    first_ns = base + min(e["ts"] for e in ops) * 1000
+    last_ns = base + max(e["ts"] + e["dur"] for e in ops) * 1000
+    assert first_ns - script_start_ns >= 0.45e9
+    assert (last_ns - first_ns) / 1e9 < 0.3 + 0.25
+    assert last_ns <= read_meta(record).end_unix_ns
+
+
 @pytest.mark.parametrize(("how", "exit_code", "ended"), [
     ("raise", 1, "exception"), ("exit", 3, "exit"), ("sigterm", 143, "terminated"),
     ("sigint", 130, "interrupted"),

@@ -42,7 +42,8 @@ def import_torch() -> Any:
 OTHER_PROFILER_NOTE = (
     "the script started its own torch.profiler, which ended aiprof's profiling session "
     "(one session at a time): this trace is incomplete; remove the script's profiler or run "
-    "it without 'aiprof run'")
+    "it without 'aiprof run'"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,15 +66,19 @@ class RankInfo:
 
     @staticmethod
     def from_env(environ: Mapping[str, str]) -> RankInfo:
-        return RankInfo(rank=int(environ.get("RANK", "0")),
-                        world_size=int(environ.get("WORLD_SIZE", "1")),
-                        local_rank=int(environ.get("LOCAL_RANK", "0")))
+        return RankInfo(
+            rank=int(environ.get("RANK", "0")),
+            world_size=int(environ.get("WORLD_SIZE", "1")),
+            local_rank=int(environ.get("LOCAL_RANK", "0")),
+        )
 
 
 @dataclass
 class _State:
     num_steps: int = 0
     recording: bool = False
+    prepared: bool = False
+    step_range: Any = None
     trace_written: bool = False
     notes: list[str] = field(default_factory=list)
     uninstallers: list[Callable[[], None]] = field(default_factory=list)
@@ -82,9 +87,17 @@ class _State:
 class CaptureSession:
     """Profiles the current process into ``run_dir`` between ``start()`` and ``stop()``."""
 
-    def __init__(self, run_dir: Path, options: CaptureOptions, *, name: str,
-                 command: Sequence[str] = (), environ: Mapping[str, str] | None = None,
-                 clock: Clock | None = None, nvml_module: Any | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        options: CaptureOptions,
+        *,
+        name: str,
+        command: Sequence[str] = (),
+        environ: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
+        nvml_module: Any | None = None,
+    ) -> None:
         self.run_dir = run_dir
         self.options = options
         self.name = name
@@ -120,6 +133,9 @@ class CaptureSession:
             self._install_step_hooks()
             if not self.options.duration_mode or self.options.delay_s == 0:
                 self.begin_recording()
+            else:  # initialize Kineto (slow: CUPTI) now, outside the recorded window
+                self._profiler.prepare_trace()
+                self._state.prepared = True
         except BaseException:
             self._teardown()
             raise
@@ -148,12 +164,20 @@ class CaptureSession:
         schedule = None
         if not self.options.duration_mode:
             schedule = torch.profiler.schedule(
-                skip_first=self.options.skip_steps, wait=0, warmup=self.options.warmup_steps,
-                active=self.options.active_steps, repeat=1)
+                skip_first=self.options.skip_steps,
+                wait=0,
+                warmup=self.options.warmup_steps,
+                active=self.options.active_steps,
+                repeat=1,
+            )
         return torch.profiler.profile(
-            activities=activities, schedule=schedule, on_trace_ready=self._export,
-            record_shapes=self.options.record_shapes, profile_memory=self.options.profile_memory,
-            with_stack=self.options.with_stack)
+            activities=activities,
+            schedule=schedule,
+            on_trace_ready=self._export,
+            record_shapes=self.options.record_shapes,
+            profile_memory=self.options.profile_memory,
+            with_stack=self.options.with_stack,
+        )
 
     def _export(self, profiler: Any) -> None:
         profiler.export_chrome_trace(str(self.trace_path))
@@ -181,8 +205,9 @@ class CaptureSession:
         uninstallers = self._state.uninstallers
         if self.options.steps_from:
             named = self.options.steps_from
-            uninstallers.append(install_record_function_hook(
-                lambda name: name == named, lambda: self.step("named")))
+            uninstallers.append(
+                install_record_function_hook(lambda name: name == named, lambda: self.step("named"))
+            )
             uninstallers.append(install_function_hook(named, lambda: self.step("named")))
         else:
             uninstallers.append(install_optimizer_hook(lambda opt: self.step("optimizer", opt)))
@@ -199,23 +224,52 @@ class CaptureSession:
         return self._state.num_steps
 
     def begin_recording(self) -> None:
-        """Start the profiler (at start, or when ``--delay`` has passed in duration mode)."""
-        if self._profiler is not None and not self._state.recording:
+        """Start recording (at start, or when ``--delay`` has passed in duration mode)."""
+        if self._profiler is None or self._state.recording:
+            return
+        if self.options.duration_mode:
+            if not self._state.prepared:
+                self._profiler.prepare_trace()
+            self._profiler.start_trace()
+        else:
             self._profiler.start()
-            self._state.recording = True
+        self._state.recording = True
 
     def end_recording(self) -> None:
-        """Stop the profiler; it writes this rank's trace if anything was recorded."""
-        if self._state.recording:
-            self._state.recording = False
+        """Stop recording; this rank's trace is written if anything was recorded."""
+        if not self._state.recording:
+            return
+        self._state.recording = False
+        if not self.options.duration_mode:
             self._profiler.stop()
+            return
+        self._close_step_range()
+        self._profiler.stop_trace()
+        self._export(self._profiler)
+
+    def _close_step_range(self) -> None:
+        if self._state.step_range is not None:
+            self._state.step_range.__exit__(None, None, None)
+            self._state.step_range = None
+
+    def _open_step_range(self) -> None:
+        """Duration mode marks steps itself, with the profiler's ``ProfilerStep#N`` name."""
+        from torch.profiler import record_function
+
+        self._close_step_range()
+        self._state.step_range = record_function(f"ProfilerStep#{self._state.num_steps}")
+        self._state.step_range.__enter__()
 
     def step(self, source: str = "user", optimizer: object | None = None) -> None:
         """One step boundary from ``source`` (optimizer, user or named)."""
         if not self._policy.accept(source, optimizer):
             return
         self._state.num_steps += 1
-        if self._state.recording:
+        if not self._state.recording:
+            return
+        if self.options.duration_mode:
+            self._open_step_range()
+        else:
             self._profiler.step()
 
     # -- stop ------------------------------------------------------------------------------
@@ -254,26 +308,41 @@ class CaptureSession:
             notes.append(self._no_trace_note())
         gpus = environment.merge_gpu_specs(environment.torch_gpu_specs(), self._nvml_specs)
         return RunMeta(
-            name=self.name, command=self.command, start_unix_ns=self._start_ns,
-            end_unix_ns=self.clock.time_ns(), ended=outcome.ended, exit_code=outcome.exit_code,
-            error=outcome.error, hostname=environment.hostname(),
-            world_size=self.ranks.world_size, versions=versions, gpus=gpus,
+            name=self.name,
+            command=self.command,
+            start_unix_ns=self._start_ns,
+            end_unix_ns=self.clock.time_ns(),
+            ended=outcome.ended,
+            exit_code=outcome.exit_code,
+            error=outcome.error,
+            hostname=environment.hostname(),
+            world_size=self.ranks.world_size,
+            versions=versions,
+            gpus=gpus,
             env=environment.relevant_environment(self.environ),
             capture=self._capture_settings(),
-            samples={"source": "nvml" if self._sampler else "none",
-                     "rate_hz": self.options.sample_rate_hz if self._sampler else 0.0,
-                     "num_samples": self._sampler.num_samples if self._sampler else 0},
-            notes=tuple(notes))
+            samples={
+                "source": "nvml" if self._sampler else "none",
+                "rate_hz": self.options.sample_rate_hz if self._sampler else 0.0,
+                "num_samples": self._sampler.num_samples if self._sampler else 0,
+            },
+            notes=tuple(notes),
+        )
 
     def _capture_settings(self) -> dict[str, Any]:
         settings = self.options.as_dict()
-        settings.update(num_steps_seen=self._state.num_steps, step_source=self._policy.source,
-                        trace_written=self._state.trace_written)
+        settings.update(
+            num_steps_seen=self._state.num_steps,
+            step_source=self._policy.source,
+            trace_written=self._state.trace_written,
+        )
         return settings
 
     def _no_trace_note(self) -> str:
         if self.options.duration_mode:
             return "no trace: the script ended before --delay had passed"
         needed = self.options.skip_steps + self.options.warmup_steps
-        return (f"no trace: {self._state.num_steps} step(s) seen, the active window starts after "
-                f"{needed}; lower --skip/--warmup, or use --duration for scripts without steps")
+        return (
+            f"no trace: {self._state.num_steps} step(s) seen, the active window starts after "
+            f"{needed}; lower --skip/--warmup, or use --duration for scripts without steps"
+        )
