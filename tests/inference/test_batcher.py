@@ -334,7 +334,7 @@ def test_queue_and_forming_split_and_two_instances():
         assert m.forming_mean_us == pytest.approx(300 / 5)
         assert m.queue_mean_us == pytest.approx(0.0)
         assert m.compute_mean_us == pytest.approx(COMPUTE_US)
-        assert m.batch_size_histogram == {1: 1, 2: 2}
+        assert m.batch_size_histogram == {"1": 1, "2": 2}
         await batcher.close()
 
     run(scenario)

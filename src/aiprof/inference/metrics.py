@@ -34,7 +34,8 @@ class BatchingMetrics:
     forming_mean_us: float
     compute_mean_us: float
     mean_batch_size: float
-    batch_size_histogram: dict[int, int]
+    batch_size_histogram: dict[str, int]
+    """Number of batches of each size (keys are sizes as decimal strings, for JSON)."""
     busy_pct: float
     """Share of ``duration_us`` (times instances) during which a model instance was computing."""
 
@@ -94,7 +95,7 @@ class MetricsRecorder:
             forming_mean_us=_mean(self._forming),
             compute_mean_us=_mean(self._compute),
             mean_batch_size=executed / batches if batches else 0.0,
-            batch_size_histogram=dict(sorted(self.batch_sizes.items())),
+            batch_size_histogram={str(k): v for k, v in sorted(self.batch_sizes.items())},
             busy_pct=100.0 * self.busy_us / (duration_us * num_instances) if seconds > 0 else 0.0,
         )
 

@@ -1,0 +1,132 @@
+"""The padding and batching commands: JSON shape, values against independent arithmetic, errors."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from aiprof.cli.main import main
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_padding_json_schema_and_chapter_numbers(tmp_path, capsys):
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("\n".join(str(x) for x in range(10, 101, 10)) + "\n")
+    doc = _json(capsys, ["padding", str(lengths), "--buckets", "3", "--batch-size", "2", "--json"])
+    assert doc["schema"] == "aiprof.padding/1"
+    assert doc["fixed"]["waste_pct"] == pytest.approx(45.0)
+    assert doc["buckets"]["boundaries"] == [30, 60, 100]
+    assert doc["dynamic"]["sorted_waste_pct"] == pytest.approx(100 * 50 / 600)
+    assert set(doc["dynamic"]) == {"waste_pct", "sorted_waste_pct"}
+    assert doc["packing"] == {"rows": 6, "waste_pct": pytest.approx(100 * 50 / 600)}
+
+
+def test_padding_table_renders(tmp_path, capsys):
+    lengths = tmp_path / "l.txt"
+    lengths.write_text("5, 7  # comment\n9\n")
+    assert main(["padding", str(lengths), "--cost", "quadratic"]) == 0
+    assert "optimal buckets" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("", "empty"), ("3\n-2\n", "not positive"), ("3\nabc\n", "line 2"),
+])
+def test_padding_bad_files_one_line_exit_2(tmp_path, capsys, content, needle):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    assert main(["padding", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err
+
+
+def test_padding_missing_file(capsys):
+    assert main(["padding", "/nonexistent/lengths.txt"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_batching_simulate_json(tmp_path, capsys):
+    curve = tmp_path / "curve.csv"
+    curve.write_text("batch_size,latency_ms\n1,2.25\n32,10\n")
+    doc = _json(capsys, ["batching", "simulate", "--latency-curve", str(curve), "--rate", "1500",
+                         "--max-batch", "32", "--requests", "5000", "--json"])
+    m = doc["metrics"]
+    assert doc["schema"] == "aiprof.batching.simulate/1"
+    assert m["num_completed"] == 5000
+    # every request took at least one batch's latency
+    assert m["latency_p50_us"] >= 2250
+    assert m["throughput_rps"] == pytest.approx(1500, rel=0.08)
+
+
+def test_batching_simulate_replay_and_table(tmp_path, capsys):
+    replay = tmp_path / "arrivals.txt"
+    replay.write_text("0\n100\n200\n10000\n")
+    assert main(["batching", "simulate", "--linear-ms", "1,0.5", "--replay", str(replay),
+                 "--max-batch", "4", "--max-delay-ms", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "throughput" in out and "4" in out
+
+
+def test_batching_tune_respects_the_slo(capsys):
+    doc = _json(capsys, ["batching", "tune", "--linear-ms", "2,0.25", "--p99-ms", "12",
+                         "--rate", "1000", "--max-batch-sizes", "4,16,64", "--json"])
+    result = doc["result"]
+    best = result["best"]
+    assert best["meets_slo"] and best["p99_at_rate_us"] <= 12_000
+    # capacity bound B / T(B) of the best policy's max batch (reference A1 capacity rule)
+    b = best["max_batch_size"]
+    assert best["max_rate_rps"] <= b / (2 + 0.25 * b) * 1000 + 1e-6
+    assert all(c["max_rate_rps"] <= best["max_rate_rps"] for c in result["candidates"]
+               if c["meets_slo"])
+
+
+def test_batching_bad_inputs(tmp_path, capsys):
+    assert main(["batching", "simulate", "--linear-ms", "x", "--rate", "5"]) == 2
+    assert main(["batching", "simulate", "--linear-ms", "1,1"]) == 2  # no rate
+    assert main(["batching", "simulate", "--linear-ms", "1,1", "--rate", "-3"]) == 2
+    bad = tmp_path / "c.csv"
+    bad.write_text("size,ms\n1,2\n")
+    assert main(["batching", "tune", "--latency-curve", str(bad), "--p99-ms", "5"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 4
+
+
+MODEL_FILE = textwrap.dedent("""
+    import torch
+
+    def mlp():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        return model, lambda batch: torch.randn(batch, 16)
+
+    def broken():
+        raise RuntimeError("checkpoint not found")
+""")
+
+
+def test_batching_bench_measures_and_serves(tmp_path, capsys):
+    module = tmp_path / "models.py"
+    module.write_text(MODEL_FILE)
+    curve_csv = tmp_path / "curve.csv"
+    doc = _json(capsys, ["batching", "bench", "--model", f"{module}:mlp", "--batch-sizes", "1,4",
+                         "--iters", "5", "--rate", "200", "--concurrency", "2", "--requests",
+                         "60", "--curve-out", str(curve_csv), "--json"])
+    assert doc["curve"]["batch_sizes"] == [1, 4]
+    assert doc["open_loop"]["real"]["num_completed"] == 60
+    assert doc["closed_loop"]["real"]["num_completed"] == 60
+    assert doc["closed_loop"]["real"]["batch_size_histogram"]
+    assert curve_csv.read_text().startswith("batch_size,latency_ms")
+
+
+def test_batching_bench_failing_factory_exit_2(tmp_path, capsys):
+    module = tmp_path / "models.py"
+    module.write_text(MODEL_FILE)
+    assert main(["batching", "bench", "--model", f"{module}:broken"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checkpoint not found" in err
+    assert main(["batching", "bench", "--model", "no_such_module_xyz:f"]) == 2
