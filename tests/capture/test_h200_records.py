@@ -59,3 +59,29 @@ def test_overhead_on_the_gpu_is_at_most_3_pct():
         pytest.skip("no overhead.json from scripts/h200/capture_overhead.sh")
     summary = json.loads(path.read_text())["summary"]
     assert summary["extra_paired_active_step_pct"] <= 3.0
+
+
+DDP_RECORD = DATA.parent / "distributed" / "run_ddp"
+
+
+def test_nproc_2_nccl_record_has_aligned_ranks():
+    """``aiprof run --nproc 2`` on two H200s (NCCL): every all-reduce kernel ends at nearly
+    the same wall time on both ranks once each trace's baseTimeNanoseconds is applied."""
+    if not (DDP_RECORD / "meta.json").is_file():
+        pytest.skip("no 2-GPU run record under tests/data/distributed/run_ddp")
+    import gzip
+
+    ends = []
+    for rank in (0, 1):
+        with gzip.open(DDP_RECORD / f"rank{rank}.trace.json.gz", "rt") as handle:
+            trace = json.load(handle)
+        base = trace["baseTimeNanoseconds"]
+        kernels = sorted((e["ts"], e["dur"]) for e in trace["traceEvents"]
+                         if e.get("cat") == "kernel" and "nccl" in e.get("name", "").lower())
+        ends.append([base + (ts + dur) * 1000 for ts, dur in kernels])
+    assert len(ends[0]) == len(ends[1]) > 0
+    assert max(abs(a - b) for a, b in zip(*ends, strict=True)) < 1e6  # ns: under 1 ms
+    record = load_run(DDP_RECORD)
+    assert record.meta.world_size == 2 and record.traces is not None
+    assert record.traces.ranks == [0, 1] and "wall clock" in record.traces.alignment
+    assert all(len(trace.kernels) > 0 for trace in record.traces)
