@@ -92,7 +92,3 @@ def _with_measurement(point: RooflinePoint, cost: OpCost, measured_us: float) ->
         time_lost_us=max(0.0, measured_us - point.roof_time_us),
     )
 
-
-def attainable_flops_per_s(intensity: float, peak_flops_per_s: float, bytes_per_s: float) -> float:
-    """``min(P_peak, I × B_peak)`` (gpu-models.md §6.1)."""
-    return min(peak_flops_per_s, intensity * bytes_per_s)
