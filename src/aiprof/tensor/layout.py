@@ -21,6 +21,8 @@ CONV_OPS = frozenset(
     {"convolution", "_convolution", "conv2d", "cudnn_convolution", "convolution_backward"}
 )
 COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy"})
+CHANNELS_LAST_FIX = "model = model.to(memory_format=torch.channels_last) and the same for the input"
+COPY_FIX = "keep the producer's layout (avoid permute/transpose + contiguous), or fuse the copy"
 
 
 @dataclass(frozen=True)
@@ -91,17 +93,7 @@ def _conv_finding(index: int, call: OpCall, ceilings: Ceilings | None) -> Layout
         return None
     moved = [x] + list(call.outputs[:1] if call.outputs else [])
     nbytes = 2 * sum(unique_bytes(t) for t in moved)
-    return LayoutFinding(
-        index=index,
-        kind="nchw_half_conv",
-        op=call.op,
-        shape=x.shape,
-        dtype=x.dtype,
-        converted_bytes=nbytes,
-        predicted_us=_at_bandwidth(nbytes, ceilings),
-        measured_us=None,
-        fix="model = model.to(memory_format=torch.channels_last) and the same for the input",
-    )
+    return _finding(index, "nchw_half_conv", call.op, x, nbytes, ceilings, None, CHANNELS_LAST_FIX)
 
 
 def _copy_finding(
@@ -114,16 +106,22 @@ def _copy_finding(
     if call.outputs and not call.outputs[0].is_contiguous:
         return None  # the copy keeps the permuted layout: nothing is materialized
     nbytes = 2 * unique_bytes(src)
+    return _finding(index, "strided_copy", call.op, src, nbytes, ceilings, time_us, COPY_FIX)
+
+
+def _finding(
+    index: int,
+    kind: str,
+    op: str,
+    tensor: TensorMeta,
+    nbytes: int,
+    ceilings: Ceilings | None,
+    time_us: float | None,
+    fix: str,
+) -> LayoutFinding:
+    predicted = nbytes / ceilings.memory_bytes_per_s * 1e6 if ceilings is not None else None
     return LayoutFinding(
-        index=index,
-        kind="strided_copy",
-        op=call.op,
-        shape=src.shape,
-        dtype=src.dtype,
-        converted_bytes=nbytes,
-        predicted_us=_at_bandwidth(nbytes, ceilings),
-        measured_us=time_us,
-        fix="keep the producer's layout (avoid permute/transpose + contiguous), or fuse the copy",
+        index, kind, op, tensor.shape, tensor.dtype, nbytes, predicted, time_us, fix
     )
 
 
@@ -138,7 +136,3 @@ def _is_permuted(tensor: TensorMeta) -> bool:
             return False
         expected *= size
     return True
-
-
-def _at_bandwidth(nbytes: int, ceilings: Ceilings | None) -> float | None:
-    return nbytes / ceilings.memory_bytes_per_s * 1e6 if ceilings is not None else None
