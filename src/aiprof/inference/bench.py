@@ -57,21 +57,36 @@ def _import(module_name: str) -> Any:
     return importlib.import_module(module_name)
 
 
-def load_model(
-    spec: str, input_shape: Sequence[int] | None = None
-) -> tuple[Any, Callable[[int], Any]]:
-    """The model and an input maker from ``MODULE:FACTORY``; any failure is an InputError."""
-    torch = import_torch()
+def load_factory(spec: str) -> Callable[[], Any]:
+    """The factory named by ``MODULE:FACTORY``; calling it raises InputError on any failure."""
+    import_torch()
     module_name, _, factory_name = spec.partition(":")
     if not module_name or not factory_name:
         raise InputError(f"--model wants MODULE:FACTORY (e.g. mypkg.models:resnet), not {spec!r}")
     try:
         factory = getattr(_import(module_name), factory_name)
-        made = factory()
     except InputError:
         raise
     except Exception as error:
-        raise InputError(f"model factory {spec} failed: {type(error).__name__}: {error}") from error
+        raise InputError(f"cannot import {spec}: {type(error).__name__}: {error}") from error
+
+    def call() -> Any:
+        try:
+            return factory()
+        except Exception as error:
+            raise InputError(
+                f"model factory {spec} failed: {type(error).__name__}: {error}"
+            ) from error
+
+    return call
+
+
+def load_model(
+    spec: str, input_shape: Sequence[int] | None = None
+) -> tuple[Any, Callable[[int], Any]]:
+    """The model and an input maker from ``MODULE:FACTORY``; any failure is an InputError."""
+    torch = import_torch()
+    made = load_factory(spec)()
     if isinstance(made, tuple) and len(made) == 2:
         return made[0], made[1]
     if input_shape is None:

@@ -1,0 +1,96 @@
+"""``aiprof coldstart``: model read, deserialization, move to device, first against warm inference;
+with ``--cuda-graph``, graph capture and the replay gain."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aiprof.cli._command import Command
+from aiprof.cli.infer_stages import DEFAULT_MODEL
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    from aiprof.cli.batching import _ints as parse
+
+    return parse(text)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=DEFAULT_MODEL, metavar="MODULE:FACTORY",
+                        help="function returning a model, or (model, make_input(batch))")
+    parser.add_argument("--input-shape", type=_ints, default=(3, 224, 224),
+                        help="one sample's shape when the factory returns only a model")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    parser.add_argument("--batch-size", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="also capture a CUDA graph and time replay against eager")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _render(report: Any, graph: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Cold start on {report.device} ({report.file_bytes / 2**20:.1f} MiB)")
+    table.add_column("step")
+    table.add_column("ms", justify="right")
+    for name, value in [("read file", report.read_us), ("deserialize", report.deserialize_us),
+                        ("construct + load weights", report.construct_us),
+                        ("move to device", report.to_device_us),
+                        ("first inference", report.first_inference_us),
+                        ("cold total", report.cold_total_us),
+                        ("warm inference P50", report.warm.p50_us)]:
+        table.add_row(name, f"{value / 1e3:.3f}")
+    console = Console()
+    console.print(table)
+    console.print(f"first inference is {report.first_over_warm:.1f}x a warm one")
+    if graph is not None:
+        console.print(f"CUDA graph: capture {graph.capture_us / 1e3:.2f} ms, eager "
+                      f"{graph.eager.p50_us / 1e3:.3f} ms, replay {graph.graph.p50_us / 1e3:.3f}"
+                      f" ms per step: {graph.speedup:.2f}x")
+
+
+def _run(args: argparse.Namespace) -> int:
+    import torch
+
+    from aiprof.inference.bench import load_factory
+    from aiprof.inference.coldstart import measure_coldstart
+    from aiprof.report.jsonout import dumps
+
+    factory = load_factory(args.model)
+    made = factory()
+    if isinstance(made, tuple):
+        make_input = made[1]
+
+        def build() -> Any:
+            return factory()[0]
+    else:
+        shape = tuple(args.input_shape)
+
+        def make_input(batch: int) -> Any:
+            return torch.randn(batch, *shape)
+
+        build = factory
+    report = measure_coldstart(build, make_input, device=args.device,
+                               batch_size=args.batch_size, iters=args.iters)
+    graph = None
+    if args.cuda_graph:
+        from aiprof.inference.cudagraph import measure_cuda_graph
+
+        graph = measure_cuda_graph(build(), make_input(args.batch_size), device=args.device,
+                                   iters=args.iters)
+    if args.json:
+        print(dumps({"schema": "aiprof.coldstart/1", "coldstart": report, "cuda_graph": graph}))
+    else:
+        _render(report, graph)
+    return 0
+
+
+COMMAND = Command(
+    name="coldstart",
+    help="Break down a model's cold start (read, load, to device, first run) against warm runs.",
+    add_arguments=_add_arguments,
+    run=_run,
+)

@@ -1,0 +1,63 @@
+"""``aiprof infer-stages``: time decode, resize, normalize, copies, forward and postprocess."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aiprof.cli._command import Command
+
+DEFAULT_MODEL = "aiprof.inference.demo_models:small_cnn"
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=DEFAULT_MODEL, metavar="MODULE:FACTORY",
+                        help="image classifier taking Nx3xHxW (default: a small built-in CNN)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _render(report: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Inference stages, batch {report.batch_size} on {report.device} "
+                        f"(decode: {report.decoder})")
+    for column in ("stage", "where", "P50 ms", "P99 ms", "caps items/s"):
+        table.add_column(column, justify="right" if column != "stage" else "left")
+    for s in report.stages:
+        table.add_row(s.name, s.where, f"{s.timing.p50_us / 1e3:.3f}",
+                      f"{s.timing.p99_us / 1e3:.3f}", f"{s.cap_items_per_s:.0f}")
+    console = Console()
+    console.print(table)
+    console.print(f"host stages cap {report.host_cap_items_per_s:.0f} items/s, device stages "
+                  f"{report.device_cap_items_per_s:.0f} items/s: {report.verdict} "
+                  f"(slowest stage: {report.bottleneck})")
+    if report.pinned_speedup is not None:
+        console.print(f"pinned host memory copies {report.pinned_speedup:.2f}x faster than pageable")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from aiprof.inference.bench import load_model
+    from aiprof.inference.stages import run_stages
+    from aiprof.report.jsonout import dumps
+
+    model, _ = load_model(args.model, input_shape=(3, 224, 224))
+    report = run_stages(model, device=args.device, batch_size=args.batch_size,
+                        iters=args.iters, warmup=args.warmup)
+    if args.json:
+        print(dumps({"schema": "aiprof.infer_stages/1", "report": report}))
+    else:
+        _render(report)
+    return 0
+
+
+COMMAND = Command(
+    name="infer-stages",
+    help="Time each stage of an image-inference pipeline; say whether it is CPU- or GPU-bound.",
+    add_arguments=_add_arguments,
+    run=_run,
+)

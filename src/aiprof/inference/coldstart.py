@@ -1,0 +1,72 @@
+"""Cold start of a model: file read, deserialization, construction, move to device, first
+inference, against a warm inference (chapter 33.3 "model loading and initialization").
+
+The weights are written once as a ``state_dict`` with ``torch.save`` and read back, so the read
+comes from the OS page cache unless the cache was dropped: it is a lower bound of a read from disk.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiprof.inference.bench import import_torch
+from aiprof.inference.timing import Timing, time_calls, wall_us
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColdStartReport:
+    """Each step of bringing a model up, in microseconds, and the warm steady state."""
+
+    device: str
+    file_bytes: int
+    read_us: float
+    deserialize_us: float
+    construct_us: float
+    """Building the module and loading the state dict into it."""
+    to_device_us: float
+    first_inference_us: float
+    warm: Timing
+    cold_total_us: float
+    first_over_warm: float
+    """First inference time over warm P50: the one-time cost (allocation, kernel selection, lazy
+    loading of kernels) paid by the first request."""
+
+
+def measure_coldstart(factory: Callable[[], Any], make_input: Callable[[int], Any], *,
+                      device: str = "cpu", batch_size: int = 1, iters: int = 20,
+                      workdir: str | None = None) -> ColdStartReport:
+    """Run every cold-start step once, then time warm inference."""
+    torch = import_torch()
+    source = factory().eval()
+    with tempfile.TemporaryDirectory(dir=workdir) as folder:
+        path = Path(folder) / "model.pt"
+        torch.save(source.state_dict(), path)
+        size = path.stat().st_size
+        read_us, data = wall_us(path.read_bytes)
+    deserialize_us, state = wall_us(lambda: torch.load(io.BytesIO(data), weights_only=True))
+
+    def construct() -> Any:
+        model = factory().eval()
+        model.load_state_dict(state)
+        return model
+
+    construct_us, model = wall_us(construct)
+    to_device_us, model = wall_us(lambda: model.to(device), device)
+    x = make_input(batch_size).to(device)
+
+    def infer() -> Any:
+        with torch.inference_mode():
+            return model(x)
+
+    first_us, _ = wall_us(infer, device)
+    warm = Timing.of(time_calls(infer, device=device, warmup=2, iters=iters))
+    total = read_us + deserialize_us + construct_us + to_device_us + first_us
+    return ColdStartReport(device=device, file_bytes=size, read_us=read_us,
+                           deserialize_us=deserialize_us, construct_us=construct_us,
+                           to_device_us=to_device_us, first_inference_us=first_us, warm=warm,
+                           cold_total_us=total, first_over_warm=first_us / warm.p50_us)
