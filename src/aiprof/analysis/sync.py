@@ -61,7 +61,8 @@ def sync_points(trace: Trace) -> SyncPoints:
     """Synchronize calls and blocking copies that start inside the steps."""
     win = gpu_window(trace)
     rt, ops = trace.runtime, trace.gpu_ops
-    calls = np.flatnonzero(trace.strings.mask(rt.name_id, SYNC_CALL) & in_window(rt.ts_us, win.window))
+    is_sync = trace.strings.mask(rt.name_id, SYNC_CALL)
+    calls = np.flatnonzero(is_sync & in_window(rt.ts_us, win.window))
     copy_rows = win.rows[(win.rows >= len(trace.kernels)) & (ops.launch_row[win.rows] >= 0)]
     blocking = trace.strings.mask(ops.name_id[copy_rows], BLOCKING_COPY)
     blocking |= trace.strings.mask(rt.name_id[ops.launch_row[copy_rows]], SYNC_COPY_CALL)

@@ -28,7 +28,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def diagnose_trace(trace: Trace, options: DiagnoseOptions | None = None) -> tuple[list[Finding], Context]:
+def diagnose_trace(
+    trace: Trace, options: DiagnoseOptions | None = None
+) -> tuple[list[Finding], Context]:
     """Every rule's finding on one trace (unranked) and the context they came from."""
     ctx = Context(trace, options or DiagnoseOptions())
     if not trace.has_gpu:
@@ -72,13 +74,19 @@ def rank_findings(findings: list[Finding]) -> list[Finding]:
     return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
 
 
-def verdict(findings: list[Finding], options: DiagnoseOptions, has_gpu: bool, step_us: float) -> str:
+def verdict(
+    findings: list[Finding], options: DiagnoseOptions, has_gpu: bool, step_us: float
+) -> str:
     """One sentence: the top cause, or that nothing is worth fixing."""
     if not has_gpu:
         return "No GPU activity in the trace: nothing to diagnose on the device side."
     worth = [f for f in findings if f.estimated_gain_pct >= options.worth_fixing_pct]
     if not worth:
-        largest = f" (largest: {findings[0].category}, {findings[0].estimated_gain_pct:.1f}%)" if findings else ""
+        largest = (
+            f" (largest: {findings[0].category}, {findings[0].estimated_gain_pct:.1f}%)"
+            if findings
+            else ""
+        )
         return (f"Nothing worth fixing: no cause would save {options.worth_fixing_pct:g}% or "
                 f"more of the {step_us / 1000:.2f} ms step{largest}.")
     top = worth[0]

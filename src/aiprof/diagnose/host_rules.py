@@ -101,13 +101,15 @@ def host_sync_rule(ctx: Context) -> Finding | None:
     blocked = float(np.sum(syncs.cpu_end_us[chosen] - syncs.cpu_start_us[chosen]))
     return Finding(
         category="host_sync",
-        title=f"{len(chosen) / steps:.0f} host-device synchronizations per step drain the GPU queue",
+        title=f"{len(chosen) / steps:.0f} host-device syncs per step drain the GPU queue",
         estimated_gain_pct=gain,
         evidence={
             "syncs_per_step": round(len(chosen) / steps, 1),
             "item_calls_per_step": round(syncs.num_scalar_ops / steps, 1),
             "cpu_blocked_ms_per_step": _ms(blocked / steps),
-            "gpu_idle_after_syncs_ms_per_step": _ms(float(syncs.idle_after_us[chosen].sum()) / steps),
+            "gpu_idle_after_syncs_ms_per_step": _ms(
+                float(syncs.idle_after_us[chosen].sum()) / steps
+            ),
             "kinds": [{"kind": k, "count": c} for k, c in kinds],
             "call_sites": [{"op": s, "count": c} for s, c in sites],
         },

@@ -21,8 +21,9 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     rows = win.rows[ops.launch_row[win.rows] >= 0]
     launch_rows = ops.launch_row[rows]
     blocking_rows = set(syncs.gpu_row[syncs.gpu_row >= 0].tolist())
-    launch_kind = np.array([BLOCKING_LAUNCH if r in blocking_rows else LAUNCH for r in rows.tolist()],
-                           dtype=np.int64)
+    launch_kind = np.array(
+        [BLOCKING_LAUNCH if r in blocking_rows else LAUNCH for r in rows.tolist()], dtype=np.int64
+    )
     sync_calls = np.concatenate([syncs.call_row[syncs.gpu_row < 0], allocator.free_rows])
     keys = ops.device[rows] * (1 << 32) + ops.stream[rows]
     unique_keys, stream = np.unique(keys, return_inverse=True)

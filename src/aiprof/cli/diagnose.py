@@ -1,0 +1,41 @@
+"""``aiprof diagnose TRACE_OR_RUN [--json]``: ranked findings with evidence, gain and fix."""
+
+from __future__ import annotations
+
+import argparse
+
+from aiprof.cli._command import Command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="TRACE_OR_RUN",
+                        help="a trace file, a directory of rank traces, or a run record")
+    parser.add_argument("--json", action="store_true", help="print the aiprof.diagnosis/1 JSON")
+    parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
+                        help="drop findings whose estimated gain is below PCT (default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiprof.diagnose import DiagnoseOptions, diagnose
+    from aiprof.errors import InputError
+    from aiprof.report.diagnose_terminal import render_diagnosis
+    from aiprof.report.jsonout import dumps
+    from aiprof.report.terminal import console
+
+    if not 0 <= args.min_gain <= 100:
+        raise InputError(f"--min-gain must be between 0 and 100, got {args.min_gain}")
+    result = diagnose(args.target, DiagnoseOptions(min_gain_pct=args.min_gain))
+    if args.json:
+        print(dumps(result.document()))
+    else:
+        render_diagnosis(console(), result)
+    return 0
+
+
+COMMAND = Command(
+    name="diagnose",
+    help="rank the causes of lost GPU time, with evidence, estimated gain and a fix",
+    add_arguments=add_arguments,
+    run=run,
+    order=12,
+)

@@ -1,0 +1,95 @@
+"""Everything the HTML report shows, computed here so that the renderer only renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiprof.analysis.idle import IdleResult
+from aiprof.analysis.occupancy import OccupancyResult
+from aiprof.analysis.summary import RankSummary, summarize_trace
+from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.engine import diagnose, diagnose_trace
+from aiprof.diagnose.finding import Diagnosis
+from aiprof.trace import Trace, TraceSet
+
+MAX_TIMELINE_OPS = 5000
+"""Ops drawn in the timeline (the longest are kept when a step has more)."""
+
+
+@dataclass(frozen=True)
+class TimelineOp:
+    """One GPU op of the drawn step, times relative to the step start."""
+
+    start_us: float
+    dur_us: float
+    lane: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class RankView:
+    """One rank's part of the report."""
+
+    summary: RankSummary
+    idle: IdleResult
+    occupancy: OccupancyResult
+    step_number: int
+    step_us: float
+    timeline: list[TimelineOp]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """The report: the diagnosis and one view per rank."""
+
+    title: str
+    diagnosis: Diagnosis
+    ranks: list[RankView]
+
+
+def report_data(traces: TraceSet, title: str, options: DiagnoseOptions | None = None) -> ReportData:
+    """Diagnose ``traces`` and collect the per-rank views."""
+    diagnosis = diagnose(traces, options)
+    ranks = []
+    for trace in traces:
+        _, ctx = diagnose_trace(trace, options)
+        ranks.append(_rank_view(trace, ctx))
+    return ReportData(title, diagnosis, ranks)
+
+
+def _rank_view(trace: Trace, ctx: Context) -> RankView:
+    steps = trace.steps
+    number, start, end = 0, 0.0, 0.0
+    if len(steps):
+        i = int(np.argsort(steps.duration_us)[len(steps) // 2])  # the median step
+        number, start, end = int(steps.number[i]), float(steps.start_us[i]), float(steps.end_us[i])
+    return RankView(
+        summary=summarize_trace(trace),
+        idle=ctx.idle,
+        occupancy=ctx.occupancy,
+        step_number=number,
+        step_us=end - start,
+        timeline=_timeline(trace, start, end),
+    )
+
+
+def _timeline(trace: Trace, start: float, end: float) -> list[TimelineOp]:
+    gpu = trace.gpu_ops
+    rows = np.flatnonzero((gpu.ts_us >= start) & (gpu.ts_us < end))
+    if len(rows) > MAX_TIMELINE_OPS:
+        rows = np.sort(rows[np.argsort(-gpu.dur_us[rows])[:MAX_TIMELINE_OPS]])
+    num_kernels, num_copies = len(trace.kernels), len(trace.kernels) + len(trace.memcpy)
+    kinds = np.where(rows < num_kernels, "kernel", np.where(rows < num_copies, "memcpy", "memset"))
+    return [
+        TimelineOp(
+            start_us=float(gpu.ts_us[r] - start),
+            dur_us=float(gpu.dur_us[r]),
+            lane=f"GPU {int(gpu.device[r])} stream {int(gpu.stream[r])}",
+            name=trace.name(int(gpu.name_id[r])),
+            kind=str(k),
+        )
+        for r, k in zip(rows.tolist(), kinds.tolist(), strict=True)
+    ]

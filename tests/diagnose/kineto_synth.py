@@ -1,0 +1,106 @@
+"""Build small Kineto traces by hand: steps of launches with known CPU and GPU times."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+H200_PROPS = {
+    "id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000, "computeMajor": 9,
+    "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
+    "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32,
+    "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 233472, "numSms": 132,
+    "sharedMemPerBlockOptin": 232448,
+}
+
+
+@dataclass
+class TraceBuilder:
+    """Append CPU ops, launches, kernels, copies and syncs; ``write`` a .json.gz."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    correlation: int = 1000
+    external: int = 1
+
+    def step(self, number: int, ts: float, dur: float) -> None:
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number}",
+                            "pid": 1, "tid": 1, "ts": ts, "dur": dur})
+
+    def cpu_op(self, name: str, ts: float, dur: float, **args: Any) -> int:
+        self.external += 1
+        self.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+                            "ts": ts, "dur": dur, "args": {"External id": self.external, **args}})
+        return self.external
+
+    def annotation(self, name: str, ts: float, dur: float) -> None:
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1,
+                            "tid": 1, "ts": ts, "dur": dur})
+
+    def runtime(self, name: str, ts: float, dur: float, external: int = 0) -> int:
+        self.correlation += 1
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1,
+                            "ts": ts, "dur": dur, "args": {"correlation": self.correlation,
+                                                           "External id": external}})
+        return self.correlation
+
+    def kernel(self, name: str, launch_ts: float, start: float, dur: float, *, stream: int = 7,
+               launch_dur: float = 5.0, grid: tuple[int, int, int] = (1024, 1, 1),
+               external: int = 0) -> None:
+        corr = self.runtime("cudaLaunchKernel", launch_ts, launch_dur, external)
+        self.events.append({
+            "ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": start,
+            "dur": dur, "args": {"device": 0, "stream": stream, "correlation": corr,
+                                 "External id": external, "grid": list(grid),
+                                 "block": [256, 1, 1], "registers per thread": 32,
+                                 "shared memory": 0}})
+
+    def memcpy(self, name: str, launch_ts: float, launch_dur: float, start: float, dur: float,
+               nbytes: int, *, stream: int = 7) -> None:
+        corr = self.runtime("cudaMemcpyAsync", launch_ts, launch_dur)
+        self.events.append({
+            "ph": "X", "cat": "gpu_memcpy", "name": name, "pid": 0, "tid": stream, "ts": start,
+            "dur": dur, "args": {"device": 0, "stream": stream, "correlation": corr,
+                                 "bytes": nbytes}})
+
+    def write(self, path: Path) -> Path:
+        doc = {"schemaVersion": 1, "deviceProperties": [H200_PROPS], "traceEvents": self.events}
+        with gzip.open(path, "wt") as f:
+            json.dump(doc, f)
+        return path
+
+
+def launch_bound(path: Path, steps: int = 3, kernels: int = 50, cpu_gap: float = 20.0,
+                 kernel_us: float = 4.0) -> Path:
+    """Tiny kernels launched every ``cpu_gap`` µs: the GPU waits for the host."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(steps):
+        start = t
+        for _ in range(kernels):
+            b.kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor>", t + 1,
+                     t + 1 + 5 + 5, kernel_us)
+            t += cpu_gap
+        b.step(s, start, t - start)
+        t += 1
+    return b.write(path)
+
+
+def gpu_bound(path: Path, steps: int = 3, kernels: int = 20, kernel_us: float = 500.0) -> Path:
+    """Big GEMMs launched far ahead: the queue never empties (a healthy step)."""
+    b = TraceBuilder()
+    t, gpu = 0.0, 20.0
+    for s in range(steps):
+        start = t
+        for _ in range(kernels):
+            gpu = max(gpu, t + 10)
+            b.kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", t, gpu,
+                     kernel_us, launch_dur=4.0)
+            gpu += kernel_us + 1.0
+            t += 10.0
+        end = gpu
+        b.step(s, start, end - start)
+        t = end + 1
+    return b.write(path)

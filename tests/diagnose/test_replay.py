@@ -1,0 +1,80 @@
+"""The replay model against hand computations and its invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aiprof.analysis import intervals as iv
+from aiprof.diagnose.replay import LAUNCH, SYNC, Change, Timeline, covered_between, replay
+
+
+def timeline(launch: list[float], dur: list[float], syncs: list[tuple[float, float]] = (),
+             latency: float = 0.0, gap: float = 0.0, end: float | None = None) -> Timeline:
+    n, m = len(launch), len(syncs)
+    starts = np.array(launch + [s for s, _ in syncs], float)
+    order = np.argsort(starts, kind="stable")
+    ends = np.array([t + 1.0 for t in launch] + [e for _, e in syncs], float)
+    return Timeline(
+        kind=np.array([LAUNCH] * n + [SYNC] * m)[order], cpu_start_us=starts[order],
+        cpu_end_us=ends[order], gpu_row=np.array(list(range(n)) + [-1] * m)[order],
+        stream=np.array([0] * n + [-1] * m)[order],
+        gpu_dur_us=np.array(dur + [0.0] * m, float)[order],
+        sync_id=np.array(list(range(n)) + list(range(100, 100 + m)))[order],
+        start_us=0.0, end_us=end if end is not None else max(ends.max(), 0.0),
+        latency_us=latency, gap_us=gap, num_streams=1, measured_us=0.0,
+    )
+
+
+def test_gpu_bound_queue_is_sum_of_durations() -> None:
+    # GIVEN launches at 0, 1, 2 (each call 1 µs) of 10 µs kernels, no latency
+    tl = timeline([0.0, 1.0, 2.0], [10.0, 10.0, 10.0])
+    # THEN the queue runs back to back: 30 µs
+    assert replay(tl) == 30.0
+
+
+def test_launch_bound_step_follows_the_cpu() -> None:
+    # kernels of 1 µs launched every 10 µs, latency 2: last starts at 20 + 2, ends at 23
+    tl = timeline([0.0, 10.0, 20.0], [1.0, 1.0, 1.0], latency=2.0)
+    assert replay(tl) == 23.0
+    # CUDA graphs: CPU work between launches gone -> launches at 0, 1, 2 (call time kept)
+    assert replay(tl, Change(launch_work_scale=0.0)) < 23.0
+
+
+def test_dropping_a_sync_lets_the_cpu_run_ahead() -> None:
+    # kernel 0 (50 µs) launched at 0; sync from 1 to 52; kernel 1 launched at 60
+    tl = timeline([0.0, 60.0], [50.0, 50.0], syncs=[(1.0, 52.0)])
+    base = replay(tl)
+    assert base == 108.0  # GPU done at 50, then the 8 µs of CPU work (52..60), then 50
+    # without the sync the CPU work between is 8 µs (52..60) after the launch call's end (1)
+    assert replay(tl, Change(unblocked=frozenset({100}))) == 100.0  # queued behind kernel 0
+
+
+def test_removed_cpu_time_shifts_later_launches() -> None:
+    tl = timeline([0.0, 100.0], [5.0, 5.0])
+    removed = iv.union(np.array([10.0]), np.array([60.0]))
+    assert replay(tl) == 105.0
+    assert replay(tl, Change(removed_cpu=removed)) == 55.0
+
+
+def test_covered_between_matches_brute_force() -> None:
+    spans = iv.union(np.array([0.0, 5.0, 20.0]), np.array([2.0, 8.0, 30.0]))
+    lo, hi = np.array([1.0, 0.0, 9.0, 25.0]), np.array([6.0, 40.0, 21.0, 26.0])
+    expected = [iv.length(iv.intersect(spans, (np.array([a]), np.array([b]))))
+                for a, b in zip(lo, hi, strict=True)]
+    assert np.allclose(covered_between(spans, lo, hi), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0.1, 50)), min_size=1, max_size=30),
+       st.floats(0, 1))
+def test_shorter_kernels_or_less_cpu_never_lengthen_the_step(ops, scale) -> None:
+    launch = sorted(t for t, _ in ops)
+    dur = [d for _, d in ops]
+    tl = timeline(launch, dur, latency=1.0, gap=0.5)
+    base = replay(tl)
+    assert base >= max(sum(dur), 0.0) - 1e-9  # one stream: at least the sum of durations
+    faster = Change(gpu_dur_us={i: d * scale for i, d in enumerate(dur)})
+    assert replay(tl, faster) <= base + 1e-9
+    assert replay(tl, Change(launch_work_scale=scale)) <= base + 1e-9
