@@ -137,6 +137,7 @@ def _install_monitoring(monitoring: Any, name: str, on_step: Callable[[], None]
     if tool is None:
         raise RuntimeError("no free sys.monitoring tool id for --steps-from")
     monitoring.use_tool_id(tool, "aiprof")
+    monitoring.restart_events()  # undo DISABLEs left by an earlier session's callback
 
     def on_return(code: Any, offset: int, value: Any) -> Any:
         if _matches(code, name):
