@@ -28,7 +28,8 @@ WORKLOAD = ["python3", str(common.HERE / "gpu_models_workload.py")]
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), COLUMNS="110")
+    paths = [str(REPO / "src"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p), COLUMNS="110")
     return env
 
 
