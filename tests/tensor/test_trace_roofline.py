@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from tests.conftest import DATA
 
 from aiprof.cli.main import main
 from aiprof.tensor.ceilings_model import ceilings_for_gpu
@@ -76,3 +77,29 @@ def test_cli_errors_are_one_line(public_traces, tmp_path, capsys) -> None:
     assert main(["roofline", str(cpu)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("aiprof roofline: error:") for line in err)
+
+
+NCHW_TRACE = DATA / "tensor_fixtures" / "nchw_conv_trace.json"
+
+
+def test_trace_lints_measure_conversion_kernels() -> None:
+    # A hand-written Kineto trace: an fp16 NCHW cudnn_convolution that launched two conversion
+    # kernels (12 + 11 us) around its GEMM, and a bf16 mm with K = 4095 that ran 300 us.
+    from aiprof.tensor.trace_lints import trace_lints
+    from aiprof.trace import load_trace
+
+    h200 = ceilings_for_gpu("H200")
+    lints = trace_lints(load_trace(NCHW_TRACE), h200)
+    assert lints.conversion_kernels_us == pytest.approx(23.0)
+    (conv,) = lints.layout.findings
+    assert conv.kind == "nchw_half_conv" and conv.measured_us == pytest.approx(23.0)
+    assert conv.converted_bytes == 2 * 2 * (8 * 64 * 56 * 56) * 2  # input and output, fp16
+    (mm,) = lints.alignment
+    assert mm.misaligned == ("K",) and mm.measured_us == pytest.approx(300.0)
+    assert mm.max_gain_us == pytest.approx(300.0 - mm.padded_roof_us)
+
+
+def test_cli_lint_on_a_trace(capsys) -> None:
+    assert main(["roofline", str(NCHW_TRACE), "--lint"]) == 0
+    out = capsys.readouterr().out
+    assert "nchw_half_conv" in out and "conversion kernels in the trace: 23.0" in out

@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tf32", action="store_true", help="fp32 matmuls ran in TF32 (use the TF32 roof)"
     )
     parser.add_argument("--plot", type=Path, help="write the log-log roofline plot (SVG) here")
+    parser.add_argument("--lint", action="store_true", help="also the layout and alignment lints")
     parser.add_argument("--top", type=int, default=20, help="rows to print (default 20)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -50,12 +51,23 @@ def run(args: argparse.Namespace) -> int:
         args.plot.write_text(
             roofline_svg(points, result.ceilings, title=f"Roofline: {result.device}")
         )
-    if args.json:
-        print(dumps(result))
-    else:
-        from aiprof.report.tensor_terminal import print_trace_roofline
+    lints = None
+    if args.lint:
+        from aiprof.tensor.trace_lints import trace_lints
 
-        print_trace_roofline(console(), result, args.top)
+        lints = trace_lints(trace, result.ceilings)
+    if args.json:
+        print(dumps({"roofline": result, "lints": lints} if lints else result))
+        return 0
+    from aiprof.report.tensor_terminal import print_lints, print_trace_roofline
+
+    out = console()
+    print_trace_roofline(out, result, args.top)
+    if lints is not None:
+        print_lints(out, lints.layout, lints.alignment)
+        out.print(
+            f"NCHW<->NHWC conversion kernels in the trace: {lints.conversion_kernels_us:,.1f} µs"
+        )
     return 0
 
 

@@ -166,6 +166,8 @@ def print_lints(
         predicted = (
             f" ~{duration(f.predicted_us)} of conversions" if f.predicted_us is not None else ""
         )
+        if f.measured_us is not None:
+            predicted += f", measured {duration(f.measured_us)}"
         out.print(
             f"  {text('[' + f.kind + ']')} op #{f.index} {text(f.op)} "
             f"{text(str(list(f.shape)))} {f.dtype}: "

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiprof.tensor.ceilings_model import Ceilings
+from aiprof.tensor.costmodel import op_cost
+from aiprof.tensor.dtypes import canonical_dtype
 from aiprof.tensor.opcall import OpCall, TensorMeta
 from aiprof.tensor.opcost import unique_bytes
 
@@ -41,7 +43,7 @@ class LayoutFinding:
     predicted_us: float | None
     """Conversion time at the target's memory bandwidth (None without a target)."""
     measured_us: float | None
-    """Measured time of the copy (strided copies), when known."""
+    """Measured time of the copy, or of a convolution's conversion kernels (from a trace)."""
     fix: str
 
 
@@ -59,15 +61,20 @@ def lint_layout(
     calls: Sequence[OpCall],
     ceilings: Ceilings | None = None,
     measured_us: Sequence[float | None] | None = None,
+    conversion_us: Sequence[float | None] | None = None,
 ) -> LayoutReport:
-    """Flag NCHW half-precision convolutions and copies that materialize permuted tensors."""
+    """Flag NCHW half-precision convolutions and copies that materialize permuted tensors.
+
+    ``measured_us[i]`` is op i's own time (used for copies); ``conversion_us[i]`` the measured
+    time of the NCHW<->NHWC conversion kernels a convolution launched (from a trace)."""
     findings: list[LayoutFinding] = []
     num_convs = 0
     for index, call in enumerate(calls):
         time_us = measured_us[index] if measured_us is not None else None
         if call.op in CONV_OPS:
             num_convs += 1
-            finding = _conv_finding(index, call, ceilings)
+            converted = conversion_us[index] if conversion_us is not None else None
+            finding = _conv_finding(index, call, ceilings, converted)
         elif call.op in COPY_OPS:
             finding = _copy_finding(index, call, ceilings, time_us)
         else:
@@ -84,16 +91,24 @@ def lint_layout(
     )
 
 
-def _conv_finding(index: int, call: OpCall, ceilings: Ceilings | None) -> LayoutFinding | None:
+def _conv_finding(
+    index: int, call: OpCall, ceilings: Ceilings | None, time_us: float | None
+) -> LayoutFinding | None:
     x_pos = 1 if call.op == "convolution_backward" else 0
     x = call.tensor(x_pos)
-    if x is None or len(x.shape) != 4 or x.dtype not in HALF_DTYPES:
+    if x is None or len(x.shape) != 4 or canonical_dtype(x.dtype) not in HALF_DTYPES:
         return None
     if x.is_channels_last or x.strides is None or x.shape[1] == 1:
         return None
-    moved = [x] + list(call.outputs[:1] if call.outputs else [])
-    nbytes = 2 * sum(unique_bytes(t) for t in moved)
-    return _finding(index, "nchw_half_conv", call.op, x, nbytes, ceilings, None, CHANNELS_LAST_FIX)
+    grad_out = call.tensor(0)
+    if call.op == "convolution_backward" and grad_out is not None:
+        other = unique_bytes(grad_out)  # grad_output and input are converted
+    else:  # input and output (its shape derived by the cost model when not recorded)
+        other = op_cost(call).bytes_written
+    nbytes = 2 * (unique_bytes(x) + other)
+    return _finding(
+        index, "nchw_half_conv", call.op, x, nbytes, ceilings, time_us, CHANNELS_LAST_FIX
+    )
 
 
 def _copy_finding(
