@@ -101,7 +101,9 @@ MODEL_FILE = textwrap.dedent("""
 
     def mlp():
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+        )
         return model, lambda batch: torch.randn(batch, 16)
 
     def broken():

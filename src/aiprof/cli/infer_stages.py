@@ -37,7 +37,8 @@ def _render(report: Any) -> None:
                   f"{report.device_cap_items_per_s:.0f} items/s: {report.verdict} "
                   f"(slowest stage: {report.bottleneck})")
     if report.pinned_speedup is not None:
-        console.print(f"pinned host memory copies {report.pinned_speedup:.2f}x faster than pageable")
+        speedup = report.pinned_speedup
+        console.print(f"pinned host memory copies {speedup:.2f}x faster than pageable")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -57,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="infer-stages",
-    help="Time each stage of an image-inference pipeline; say whether it is CPU- or GPU-bound.",
+    help="Time each stage of an image-inference pipeline; say if it is CPU- or GPU-bound.",
     add_arguments=_add_arguments,
     run=_run,
 )

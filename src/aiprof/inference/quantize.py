@@ -134,7 +134,9 @@ def _output(out: Any) -> Any:
     return getattr(out, "last_hidden_state", getattr(out, "logits", out))
 
 
-def analyze_quantization(model: Any, example: Any, *, threshold_db: float = 30.0) -> QuantizationReport:
+def analyze_quantization(
+    model: Any, example: Any, *, threshold_db: float = 30.0
+) -> QuantizationReport:
     """Per-layer INT8 sensitivity of ``model`` on the calibration batch ``example``."""
     torch = import_torch()
     model = model.eval()
@@ -144,6 +146,9 @@ def analyze_quantization(model: Any, example: Any, *, threshold_db: float = 30.0
     with torch.inference_mode():
         reference, inputs = _capture_inputs(model, layers, example)
         reference = _output(reference)
+        # layers whose weights are used without calling them (MultiheadAttention.out_proj) are
+        # skipped: fake-quantizing their input here would not reach the computation
+        layers = [(name, module) for name, module in layers if name in inputs]
         results, undos = [], []
         for name, module in layers:
             x = inputs[name]
@@ -157,7 +162,8 @@ def analyze_quantization(model: Any, example: Any, *, threshold_db: float = 30.0
             results.append(LayerSensitivity(
                 name=name, kind=type(module).__name__,
                 layer_sqnr_db=sqnr_db(y, y_q), layer_rel_error=rel_error(y, y_q),
-                model_sqnr_db=sqnr_db(reference, out_q), model_rel_error=rel_error(reference, out_q),
+                model_sqnr_db=sqnr_db(reference, out_q),
+                model_rel_error=rel_error(reference, out_q),
                 input_min=float(x.min()), input_max=float(x.max()),
                 outlier_ratio=top / (scale * QMAX),
                 saturation_pct=100.0 * float((x.abs() > scale * QMAX).float().mean()),
