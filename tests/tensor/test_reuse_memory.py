@@ -82,3 +82,19 @@ def test_memory_timeline_of_a_real_trace(public_traces) -> None:
     assert math.isclose(
         timeline.peak_us, float(mem.ts_us[gpu][np.argmax(mem.total_allocated[gpu])])
     )
+
+
+def test_memtimeline_cli(public_traces, tmp_path, capsys) -> None:
+    import json
+
+    from aiprof.cli.main import main
+
+    path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
+    plot = tmp_path / "mem.svg"
+    assert main(["memtimeline", str(path), "--json", "--top", "3", "--plot", str(plot)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["peak_bytes"] == 6_629_508_096 and len(data["largest_at_peak"]) == 3
+    assert plot.read_text().startswith("<svg")
+    no_memory = public_traces / "critical_path" / "event_sync_trace.json.gz"
+    assert main(["memtimeline", str(no_memory)]) == 2
+    assert "profile_memory=True" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from aiprof.tensor.alignment import AlignmentFinding
 from aiprof.tensor.fusion import FusionReport
 from aiprof.tensor.layout import LayoutReport
 from aiprof.tensor.measure import MeasuredCeilings
+from aiprof.tensor.memtimeline import MemoryTimeline
 from aiprof.tensor.model_analysis import ModelAnalysis
 from aiprof.tensor.trace_roofline import TraceRoofline
 
@@ -199,3 +200,23 @@ def print_lints(
             f"multiples of {a.required_multiple}; pad to {text(str(a.padded_dims))} "
             f"(+{a.extra_flops_pct:.2f}% FLOPs){roof}{gain}"
         )
+
+
+def print_memory(out: Console, timeline: MemoryTimeline) -> None:
+    """Peak, counts and the largest blocks alive at the peak."""
+    out.print(
+        f"peak {timeline.peak_bytes / 2**20:,.1f} MiB at {timeline.peak_us / 1e3:,.3f} ms; "
+        f"{timeline.num_allocations:,} allocations, {timeline.num_frees:,} frees"
+    )
+    table = Table(title="Largest blocks alive at the peak")
+    for column in ("address", "MiB", "allocated at", "freed at", "lifetime"):
+        table.add_column(column, justify="right")
+    for block in timeline.largest_at_peak:
+        table.add_row(
+            hex(block.addr),
+            f"{block.size_bytes / 2**20:,.2f}",
+            duration(block.alloc_us),
+            duration(block.free_us) if block.free_us is not None else "alive",
+            duration(block.lifetime_us) if block.lifetime_us is not None else "-",
+        )
+    out.print(table)
