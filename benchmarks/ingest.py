@@ -38,9 +38,9 @@ def report(t0):
 
 AIPROF = CHILD_PRELUDE + """
 import aiprof
-target = sys.argv[1]
+target, workers = sys.argv[1], int(sys.argv[2])
 t0 = time.perf_counter()
-traces = aiprof.load_traces(target)
+traces = aiprof.load_traces(target, workers=workers)
 summaries = aiprof.summary(traces)
 assert summaries and summaries[0].num_steps > 0
 report(t0)
@@ -76,8 +76,9 @@ report(t0)
 """
 
 
-def measure(python: str, code: str, target: Path) -> dict[str, float]:
-    done = subprocess.run([python, "-c", code, str(target)], capture_output=True, text=True)
+def measure(python: str, code: str, target: Path, *extra: str) -> dict[str, float]:
+    command = [python, "-c", code, str(target), *extra]
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{python} failed on {target}:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -110,9 +111,13 @@ def main() -> int:
     parser.add_argument("--hta-python", help="python executable of an environment with HTA")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=8)
+    parser.add_argument("--workers", type=int, nargs="*", default=[2],
+                        help="also time aiprof with this many decoding processes per file")
     args = parser.parse_args()
 
-    tools = {"aiprof": (sys.executable, AIPROF), "orjson": (sys.executable, ORJSON)}
+    tools: dict[str, tuple[str, ...]] = {"aiprof": (sys.executable, AIPROF, "1")}
+    tools |= {f"aiprof-{w}p": (sys.executable, AIPROF, str(w)) for w in args.workers if w > 1}
+    tools["orjson"] = (sys.executable, ORJSON)
     if args.hta_python:
         tools["hta"] = (args.hta_python, HTA)
     with tempfile.TemporaryDirectory(prefix="aiprof-ingest-") as tmp:
@@ -129,8 +134,8 @@ def main() -> int:
         for label, target in (("1 rank", single), (f"{args.ranks} ranks", multi)):
             results: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
             for _ in range(args.repeat):
-                for name, (python, code) in tools.items():
-                    results[name].append(measure(python, code, target))
+                for name, (python, code, *extra) in tools.items():
+                    results[name].append(measure(python, code, target, *extra))
             _print_table(label, results)
     return 0
 
