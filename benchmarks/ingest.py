@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TRACE = REPO.parent / "shared" / "traces" / "public" / "df_index_resolver" / "df_index_resolver.json.gz"
+PUBLIC = REPO.parent / "shared" / "traces" / "public"
+DEFAULT_TRACE = PUBLIC / "df_index_resolver" / "df_index_resolver.json.gz"
 
 # Each child prints one JSON line: {"seconds": float, "rss_mib": float, "child_rss_mib": float}
 CHILD_PRELUDE = """
@@ -36,7 +37,9 @@ def report(t0):
     print(json.dumps({"seconds": elapsed, "rss_mib": me, "child_rss_mib": kids}))
 """
 
-AIPROF = CHILD_PRELUDE + """
+AIPROF = (
+    CHILD_PRELUDE
+    + """
 import aiprof
 target, workers = sys.argv[1], int(sys.argv[2])
 t0 = time.perf_counter()
@@ -45,8 +48,11 @@ summaries = aiprof.summary(traces)
 assert summaries and summaries[0].num_steps > 0
 report(t0)
 """
+)
 
-HTA = CHILD_PRELUDE + """
+HTA = (
+    CHILD_PRELUDE
+    + """
 import logging, warnings
 warnings.filterwarnings("ignore")
 logging.disable(logging.WARNING)
@@ -58,8 +64,11 @@ breakdown = analysis.get_temporal_breakdown(visualize=False)
 assert len(breakdown) > 0
 report(t0)
 """
+)
 
-ORJSON = CHILD_PRELUDE + """
+ORJSON = (
+    CHILD_PRELUDE
+    + """
 import orjson
 from pathlib import Path
 from isal import igzip
@@ -74,6 +83,7 @@ for path in files:
     del document
 report(t0)
 """
+)
 
 
 def measure(python: str, code: str, target: Path, *extra: str) -> dict[str, float]:
@@ -111,8 +121,13 @@ def main() -> int:
     parser.add_argument("--hta-python", help="python executable of an environment with HTA")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=8)
-    parser.add_argument("--workers", type=int, nargs="*", default=[2],
-                        help="also time aiprof with this many decoding processes per file")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="*",
+        default=[2],
+        help="also time aiprof with this many decoding processes per file",
+    )
     args = parser.parse_args()
 
     tools: dict[str, tuple[str, ...]] = {"aiprof": (sys.executable, AIPROF, "1")}
@@ -128,8 +143,10 @@ def main() -> int:
         multi.mkdir()
         make_rank_set(args.trace, args.ranks, multi)
         raw_mib = sum(p.stat().st_size for p in multi.iterdir()) / 2**20
-        print(f"machine: {platform.machine()}, {platform.python_implementation()} "
-              f"{platform.python_version()}, {_cores()} cores; date {time.strftime('%Y-%m-%d')}")
+        print(
+            f"machine: {platform.machine()}, {platform.python_implementation()} "
+            f"{platform.python_version()}, {_cores()} cores; date {time.strftime('%Y-%m-%d')}"
+        )
         print(f"single: {args.trace.name}; {args.ranks}-rank set: {raw_mib:.0f} MiB raw JSON")
         for label, target in (("1 rank", single), (f"{args.ranks} ranks", multi)):
             results: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
@@ -149,16 +166,21 @@ def _cores() -> int:
 def _print_table(label: str, results: dict[str, list[dict[str, float]]]) -> None:
     base = statistics.median(r["seconds"] for r in results["aiprof"])
     base_rss = max(r["rss_mib"] for r in results["aiprof"])
-    print(f"\n{label}: median of {len(results['aiprof'])} interleaved runs, each in its own process")
-    print(f"{'tool':<8} {'median s':>9} {'min s':>8} {'max s':>8} {'x aiprof':>9} "
-          f"{'peak RSS MiB':>13} {'children MiB':>13} {'RSS x aiprof':>13}")
+    runs = len(results["aiprof"])
+    print(f"\n{label}: median of {runs} interleaved runs, each in its own process")
+    print(
+        f"{'tool':<8} {'median s':>9} {'min s':>8} {'max s':>8} {'x aiprof':>9} "
+        f"{'peak RSS MiB':>13} {'children MiB':>13} {'RSS x aiprof':>13}"
+    )
     for name, runs in results.items():
         seconds = [r["seconds"] for r in runs]
         rss = max(r["rss_mib"] for r in runs)
         kids = max(r["child_rss_mib"] for r in runs)
-        print(f"{name:<8} {statistics.median(seconds):>9.3f} {min(seconds):>8.3f} "
-              f"{max(seconds):>8.3f} {statistics.median(seconds) / base:>9.1f} "
-              f"{rss:>13.0f} {kids:>13.0f} {rss / base_rss:>13.1f}")
+        print(
+            f"{name:<8} {statistics.median(seconds):>9.3f} {min(seconds):>8.3f} "
+            f"{max(seconds):>8.3f} {statistics.median(seconds) / base:>9.1f} "
+            f"{rss:>13.0f} {kids:>13.0f} {rss / base_rss:>13.1f}"
+        )
 
 
 if __name__ == "__main__":
