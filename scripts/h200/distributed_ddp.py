@@ -64,12 +64,14 @@ def _profiled(folder: Path, ddp, optimizer, data, target, sleep_s: float) -> flo
     dist.barrier()
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     start = time.perf_counter()
-    with torch.profiler.profile(activities=activities) as prof:
-        for _ in range(PROFILED_STEPS):
+    # A schedule makes the profiler mark ProfilerStep#N, which the analysis uses as steps.
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=PROFILED_STEPS, repeat=1)
+    with torch.profiler.profile(activities=activities, schedule=schedule) as prof:
+        for _ in range(PROFILED_STEPS + 1):
             _step(ddp, optimizer, data, target, sleep_s)
             prof.step()
         torch.cuda.synchronize()
-    elapsed = (time.perf_counter() - start) / PROFILED_STEPS
+    elapsed = (time.perf_counter() - start) / (PROFILED_STEPS + 1)
     folder.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(folder / f"rank{rank}.trace.json.gz"))
     dist.barrier()

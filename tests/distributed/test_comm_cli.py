@@ -91,6 +91,8 @@ def test_comm_bench_two_gloo_ranks_under_torchrun(tmp_path, capsys):
         "3",
         "--warmup",
         "1",
+        "--repeats",
+        "2",
         "--fit-min-bytes",
         "32KiB",
         "--output",
@@ -108,7 +110,7 @@ def test_comm_bench_two_gloo_ranks_under_torchrun(tmp_path, capsys):
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["schema"] == "aiprof.comm_bench/1" and data["num_ranks"] == 2
-    assert data["backend"] == "gloo"
+    assert data["backend"] == "gloo" and data["repeats"] == 2
     seen = {p["collective"] for p in data["points"]}
     assert {"allreduce", "allgather", "broadcast"} <= seen
     for point in data["points"]:

@@ -134,8 +134,20 @@ def test_cli_bad_input(capsys, argv):
 
 
 def test_cli_tensor_parallel_volume(capsys):
-    argv = ["pipeline", "--stages", "2", "--microbatches", "4", "--tp", "8", "--hidden", "12288",
-            "--seq", "2048", "--json"]
+    argv = [
+        "pipeline",
+        "--stages",
+        "2",
+        "--microbatches",
+        "4",
+        "--tp",
+        "8",
+        "--hidden",
+        "12288",
+        "--seq",
+        "2048",
+        "--json",
+    ]
     assert main(argv) == 0
     tp = json.loads(capsys.readouterr().out)["tensor_parallel"]
     assert tp["bytes_sent_per_rank_per_layer"] == pytest.approx(336 * 2**20)

@@ -96,9 +96,14 @@ def test_sizes_fall_back_to_record_param_comms(public_traces):
     expected = collective_calls(trace)
     k = trace.kernels
     blank = np.full(len(k.in_nelems), -1, dtype=k.in_nelems.dtype)
-    stripped = dataclasses.replace(k, in_nelems=blank, out_nelems=blank.copy(),
-                                   group_size=blank.copy(), dtype_id=blank.copy(),
-                                   collective_id=blank.copy())
+    stripped = dataclasses.replace(
+        k,
+        in_nelems=blank,
+        out_nelems=blank.copy(),
+        group_size=blank.copy(),
+        dtype_id=blank.copy(),
+        collective_id=blank.copy(),
+    )
     got = collective_calls(dataclasses.replace(trace, kernels=stripped))
     assert got.kind == expected.kind
     assert np.array_equal(got.num_bytes, expected.num_bytes)

@@ -75,6 +75,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=20, help="timed calls per size (default 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls per size (default 5)")
     parser.add_argument(
+        "--repeats", type=int, default=5, help="timed blocks per size, median kept (default 5)"
+    )
+    parser.add_argument(
         "--fit-min-bytes", default="1MiB", help="fit α/β on sizes from here up (default 1MiB)"
     )
     parser.add_argument(
@@ -267,6 +270,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         step_factor=args.step_factor,
         iters=args.iters,
         warmup=args.warmup,
+        repeats=args.repeats,
         fit_min_bytes=parse_bytes(args.fit_min_bytes),
     )
     _require_torch()

@@ -75,6 +75,7 @@ class Straggler:
     """``late arrival`` (others wait for it in collectives) and/or ``compute`` (outlier)."""
     others_wait_us_per_step: float
     others_wait_pct_of_step: float
+    """The wait it causes per step as a share of the longest rank's step."""
     compute_us_per_step: float
     last_arrival_share_pct: float
 
@@ -151,21 +152,26 @@ def _rank_report(
 
 
 def find_stragglers(ranks: list[RankReport], options: DistributedOptions) -> list[Straggler]:
-    """Ranks the others wait for (late arrival) or whose compute is an outlier."""
+    """Ranks the others wait for (late arrival) or whose compute is an outlier.
+
+    A compute outlier counts only if it makes the others wait at least as long as it waits
+    itself: a rank stuck in collectives runs its compute beside NCCL kernels that hold SMs,
+    so its compute can look longer without it being the one the others wait for.
+    """
     compute = [r.compute_us_per_step for r in ranks]
     outliers = set(compute_outliers(compute, options.compute_tolerance_pct))
+    longest_step = max(r.step_time_us for r in ranks)
     out = []
     for i, r in enumerate(ranks):
-        wait_pct = 100.0 * r.caused_wait_us_per_step / r.step_time_us if r.step_time_us > 0 else 0.0
+        wait_pct = 100.0 * r.caused_wait_us_per_step / longest_step if longest_step > 0 else 0.0
         rivals = max((o.caused_wait_us_per_step for o in ranks if o is not r), default=0.0)
         late = (
             wait_pct >= options.straggler_wait_pct
             and r.last_arrival_share_pct >= 50.0
             and r.caused_wait_us_per_step >= options.dominance * rivals
         )
-        reasons = [
-            name for name, hit in (("late arrival", late), ("compute", i in outliers)) if hit
-        ]
+        slow = i in outliers and r.caused_wait_us_per_step >= r.wait_us_per_step
+        reasons = [name for name, hit in (("late arrival", late), ("compute", slow)) if hit]
         if reasons:
             out.append(
                 Straggler(

@@ -38,6 +38,9 @@ class BenchOptions:
     """Timed calls per size (fewer for big sizes, see ``iters_for``)."""
     warmup: int = 5
     """Untimed calls per size."""
+    repeats: int = 5
+    """Timed blocks of ``iters`` calls per size; the median block is reported, so that a
+    one-off hiccup (a page fault, a busy CPU) does not become a point of the curve."""
     fit_min_bytes: int = 1 << 20
     """Fit α/β on sizes from here up (the bandwidth regime)."""
 
@@ -46,8 +49,10 @@ class BenchOptions:
             raise InputError(
                 f"bad size range {self.min_bytes}..{self.max_bytes}: need 1 <= min <= max"
             )
-        if self.step_factor < 2 or self.iters < 1 or self.warmup < 0:
-            raise InputError("need --step-factor >= 2, --iters >= 1 and --warmup >= 0")
+        if self.step_factor < 2 or self.iters < 1 or self.warmup < 0 or self.repeats < 1:
+            raise InputError(
+                "need --step-factor >= 2, --iters >= 1, --repeats >= 1 and --warmup >= 0"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +73,8 @@ class BenchResult:
 
     schema: str = SCHEMA
     backend: str
+    repeats: int = 1
+    """Timed blocks per size (median reported); 1 in files written before repeats existed."""
     device: str
     num_ranks: int
     points: list[BenchPoint]
@@ -127,6 +134,24 @@ def _call(name: str, dist: Any, buffers: dict[str, Any]) -> Callable[[], None]:
     raise InputError(f"comm bench cannot time {name!r}; choose from {', '.join(BENCH_COLLECTIVES)}")
 
 
+def _median_block_us(
+    op: Callable[[], None],
+    count: int,
+    repeats: int,
+    sync: Callable[[], None],
+    clock: Callable[[], float],
+) -> float:
+    """Median over ``repeats`` blocks of the mean time of ``count`` back-to-back calls (µs)."""
+    blocks = []
+    for _ in range(repeats):
+        start = clock()
+        for _ in range(count):
+            op()
+        sync()
+        blocks.append((clock() - start) / count * 1e6)
+    return float(sorted(blocks)[len(blocks) // 2])
+
+
 def bench_in_group(
     options: BenchOptions, clock: Callable[[], float] = time.perf_counter
 ) -> BenchResult:
@@ -160,12 +185,9 @@ def bench_in_group(
                     op()
                 sync()
                 dist.barrier()
-                count = iters_for(size, options)
-                start = clock()
-                for _ in range(count):
-                    op()
-                sync()
-                mean_us = (clock() - start) / count * 1e6
+                mean_us = _median_block_us(
+                    op, iters_for(size, options), options.repeats, sync, clock
+                )
             except RuntimeError as error:  # e.g. a backend without this collective
                 notes.append(f"{name}: {str(error).splitlines()[0]}")
                 break
@@ -186,6 +208,7 @@ def bench_in_group(
     label = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     return BenchResult(
         backend=str(dist.get_backend()),
+        repeats=options.repeats,
         device=label,
         num_ranks=world,
         points=points,

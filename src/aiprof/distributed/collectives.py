@@ -159,6 +159,38 @@ class CollectiveCost:
     per_algorithm: dict[str, AlgorithmCost]
 
 
+def algorithm_cost(
+    collective: str, num_ranks: int, num_bytes: float, time_us: float
+) -> AlgorithmCost:
+    """Time plus the nccl-tests bandwidths it implies."""
+    algbw = algbw_gbps(num_bytes, time_us)
+    return AlgorithmCost(
+        time_us=time_us, algbw_gbps=algbw, busbw_gbps=algbw * busbw_factor(collective, num_ranks)
+    )
+
+
+def cheapest(
+    collective: str,
+    num_ranks: int,
+    num_bytes: int,
+    per: dict[str, AlgorithmCost],
+    links: dict[str, LinkParams],
+) -> CollectiveCost:
+    """The ``CollectiveCost`` whose headline is the cheapest entry of ``per`` (ties by name)."""
+    best = min(per, key=lambda name: (per[name].time_us, name))
+    return CollectiveCost(
+        collective=collective,
+        num_ranks=num_ranks,
+        num_bytes=int(num_bytes),
+        link=links[best],
+        algorithm=best,
+        time_us=per[best].time_us,
+        algbw_gbps=per[best].algbw_gbps,
+        busbw_gbps=per[best].busbw_gbps,
+        per_algorithm=per,
+    )
+
+
 def collective_time_us(
     collective: str, num_bytes: float, num_ranks: int, link: LinkParams, algorithm: str
 ) -> float:
@@ -186,28 +218,15 @@ def model_collective(
     kind = canonical_collective(collective)
     _check(num_bytes, num_ranks)
     names = algorithms or tuple(ALGORITHMS.get(kind, {}))
-    per: dict[str, AlgorithmCost] = {}
-    for name in names:
-        time_us = collective_time_us(kind, num_bytes, num_ranks, link, name)
-        per[name] = AlgorithmCost(
-            time_us=time_us,
-            algbw_gbps=algbw_gbps(num_bytes, time_us),
-            busbw_gbps=algbw_gbps(num_bytes, time_us) * busbw_factor(kind, num_ranks),
+    per = {
+        name: algorithm_cost(
+            kind, num_ranks, num_bytes, collective_time_us(kind, num_bytes, num_ranks, link, name)
         )
+        for name in names
+    }
     if not per:
         raise InputError(f"no cost model for {kind}; modelled: {', '.join(ALGORITHMS)}")
-    best = min(per, key=lambda name: (per[name].time_us, name))
-    return CollectiveCost(
-        collective=kind,
-        num_ranks=num_ranks,
-        num_bytes=int(num_bytes),
-        link=link,
-        algorithm=best,
-        time_us=per[best].time_us,
-        algbw_gbps=per[best].algbw_gbps,
-        busbw_gbps=per[best].busbw_gbps,
-        per_algorithm=per,
-    )
+    return cheapest(kind, num_ranks, num_bytes, per, dict.fromkeys(per, link))
 
 
 def _check(num_bytes: float, num_ranks: int) -> None:
@@ -228,22 +247,13 @@ def model_with_links(
     kind = canonical_collective(collective)
     if not links:
         raise InputError("no fitted links to model with")
-    per = {}
-    for name, link in links.items():
-        time_us = collective_time_us(kind, num_bytes, num_ranks, link, algorithm)
-        algbw = algbw_gbps(num_bytes, time_us)
-        per[name] = AlgorithmCost(
-            time_us=time_us, algbw_gbps=algbw, busbw_gbps=algbw * busbw_factor(kind, num_ranks)
+    per = {
+        name: algorithm_cost(
+            kind,
+            num_ranks,
+            num_bytes,
+            collective_time_us(kind, num_bytes, num_ranks, link, algorithm),
         )
-    best = min(per, key=lambda name: (per[name].time_us, name))
-    return CollectiveCost(
-        collective=kind,
-        num_ranks=num_ranks,
-        num_bytes=int(num_bytes),
-        link=links[best],
-        algorithm=best,
-        time_us=per[best].time_us,
-        algbw_gbps=per[best].algbw_gbps,
-        busbw_gbps=per[best].busbw_gbps,
-        per_algorithm=per,
-    )
+        for name, link in links.items()
+    }
+    return cheapest(kind, num_ranks, num_bytes, per, links)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aiprof.distributed.busbw import algbw_gbps, busbw_factor, canonical_collective
-from aiprof.distributed.collectives import AlgorithmCost, CollectiveCost
+from aiprof.distributed.busbw import canonical_collective
+from aiprof.distributed.collectives import AlgorithmCost, CollectiveCost, algorithm_cost, cheapest
 from aiprof.distributed.links import LinkParams
 from aiprof.errors import InputError
 
@@ -108,31 +108,18 @@ def nccl_costs(collective: str, num_bytes: int, topo: NcclTopology) -> dict[str,
                 if topo.num_ranks == 1
                 else (_latency(algo, proto, kind, topo) + num_bytes / (1000.0 * alg))
             )
-            out[f"{algo}/{name}"] = AlgorithmCost(
-                time_us=time_us,
-                algbw_gbps=algbw_gbps(num_bytes, time_us),
-                busbw_gbps=algbw_gbps(num_bytes, time_us) * busbw_factor(kind, topo.num_ranks),
-            )
+            out[f"{algo}/{name}"] = algorithm_cost(kind, topo.num_ranks, num_bytes, time_us)
     return out
 
 
 def model_nccl(collective: str, num_bytes: int, topo: NcclTopology) -> CollectiveCost:
     """The NCCL-shaped costs as a ``CollectiveCost`` (cheapest pair first-class)."""
     per = nccl_costs(collective, num_bytes, topo)
-    best = min(per, key=lambda name: (per[name].time_us, name))
     link = LinkParams(
         name=f"nccl {topo.intra_link}, {topo.num_nodes} node(s)",
         alpha_us=0.0,
         bandwidth_gbps=topo.bus_bandwidth_gbps,
     )
-    return CollectiveCost(
-        collective=canonical_collective(collective),
-        num_ranks=topo.num_ranks,
-        num_bytes=int(num_bytes),
-        link=link,
-        algorithm=best,
-        time_us=per[best].time_us,
-        algbw_gbps=per[best].algbw_gbps,
-        busbw_gbps=per[best].busbw_gbps,
-        per_algorithm=per,
+    return cheapest(
+        canonical_collective(collective), topo.num_ranks, num_bytes, per, dict.fromkeys(per, link)
     )
