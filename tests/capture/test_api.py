@@ -57,3 +57,13 @@ def test_exception_inside_the_block_is_recorded_and_propagates(tmp_path):
     meta = read_meta(tmp_path / "r")
     assert (meta.ended, meta.error) == ("exception", "ValueError: bad batch")
     assert len(step_names(raw_trace(tmp_path / "r" / "rank0.trace.json.gz"))) >= 2
+
+
+def test_a_failing_trace_export_does_not_break_the_script(tmp_path):
+    out = tmp_path / "r"
+    with profile(out, skip_steps=0, warmup_steps=1, active_steps=1, sample_gpus=False) as p:
+        p.session.trace_path.mkdir()  # a directory where the trace file should go
+        train(4, p.step)  # the export runs inside a step and fails
+    meta = read_meta(out)
+    assert meta.ended == "completed" and not meta.capture["trace_written"]
+    assert any(note.startswith("trace export failed") for note in meta.notes)

@@ -180,7 +180,12 @@ class CaptureSession:
         )
 
     def _export(self, profiler: Any) -> None:
-        profiler.export_chrome_trace(str(self.trace_path))
+        """Write this rank's trace. Runs inside the user's step: a failure becomes a note."""
+        try:
+            profiler.export_chrome_trace(str(self.trace_path))
+        except Exception as error:  # disk full, directory removed: the script goes on
+            self._state.notes.append(f"trace export failed: {error}")
+            return
         self._state.trace_written = True
 
     def _watch_other_profilers(self, torch: Any) -> None:
@@ -304,7 +309,8 @@ class CaptureSession:
     def _meta(self, outcome: Outcome) -> RunMeta:
         versions = {**environment.torch_versions(), **self._nvml_versions}
         notes = list(self._state.notes)
-        if not self._state.trace_written:
+        export_failed = any(note.startswith("trace export failed") for note in notes)
+        if not self._state.trace_written and not export_failed:
             notes.append(self._no_trace_note())
         gpus = environment.merge_gpu_specs(environment.torch_gpu_specs(), self._nvml_specs)
         return RunMeta(
