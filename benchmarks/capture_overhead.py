@@ -83,6 +83,7 @@ def run_once(mode: str, script: Path, work: Path, rep: int, args: argparse.Names
     from aiprof.cli.main import main
 
     times_path = work / f"{mode}-{rep}.json"
+    sampled: dict = {}
     env = {"BENCH_DEVICE": args.device, "BENCH_STEPS": str(args.steps),
            "BENCH_BATCH": str(args.batch), "BENCH_SKIP": str(args.skip),
            "BENCH_ACTIVE": str(args.active), "BENCH_TIMES": str(times_path)}
@@ -106,10 +107,13 @@ def run_once(mode: str, script: Path, work: Path, rep: int, args: argparse.Names
         if code != 0:
             raise SystemExit(f"aiprof run failed with exit code {code}")
         trace = (out / "latest" / "rank0.trace.json.gz").resolve()
+        meta = json.loads((trace.parent / "meta.json").read_text())
+        sampled = meta["samples"]  # whether NVML sampling really ran, and how many rows
     times = json.loads(times_path.read_text())
     window = times[args.skip + 1: args.skip + 1 + args.active]  # the recorded steps
     after = times[args.skip + 1 + args.active:]
-    return {"mode": mode, "rep": rep, "active_step_ms": 1e3 * statistics.median(window),
+    return {"mode": mode, "rep": rep, "nvml_samples": sampled if mode == "aiprof" else None,
+            "active_step_ms": 1e3 * statistics.median(window),
             "after_step_ms": 1e3 * statistics.median(after) if after else None,
             "all_step_ms": 1e3 * statistics.median(times[args.skip:]),
             "trace_bytes_per_step": trace.stat().st_size / args.active}
