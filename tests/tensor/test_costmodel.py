@@ -156,3 +156,19 @@ def test_unknown_ops_are_counted_not_guessed() -> None:
     assert summary.num_ops == 3 and summary.num_ops_without_model == 2
     assert summary.ops_without_model == {"my_custom_op": 1, "mm": 1}
     assert summary.total_flops == 16
+
+
+def test_loss_and_cudnn_attention_as_recorded_by_torch_2_11() -> None:
+    # shapes as in the GPT-2 H200 trace (tests/data/tensor/gpt2.trace.json.gz)
+    nll = op_cost(
+        OpCall("aten::nll_loss_forward", (T(4096, 50257), T(4096, dtype="long int"), None, 1, -100))
+    )
+    assert nll.bytes_read == 4096 * 8 + 4096 * 4  # targets and one gathered logit per row
+    back = op_cost(
+        OpCall("aten::nll_loss_backward", (T(), T(4096, 50257), T(4096, dtype="long int")))
+    )
+    assert back.bytes_written == 4096 * 50257 * 4
+    q = T(8, 12, 512, 64, dtype="c10::BFloat16")
+    attention = op_cost(OpCall("aten::_cudnn_attention_forward", (q, q, q)))
+    assert attention.flops == 2 * (2 * 8 * 12 * 512 * 512 * 64)
+    assert attention.family == "attention" and attention.precision == "bf16"

@@ -18,15 +18,30 @@ BF16_DENSE = 989.4e12  # gpu-models.md §6.4, H200 SXM dense BF16
 HBM_BYTES_PER_S = 4.8e12  # gpu-models.md §6.4
 
 
-def _time_weighted_roof_pct(rows, families, bounds=("compute", "memory")) -> float:
-    chosen = [
-        r.point
-        for r in rows
-        if r.point.family in families and r.point.bound in bounds and r.point.measured_us
-    ]
-    total = sum(p.measured_us for p in chosen)
-    assert total > 0, f"no {families} rows"
-    return sum(p.roof_pct * p.measured_us for p in chosen) / total
+def _weighted_roof_pct(points) -> float:
+    total = sum(p.measured_us for p in points)
+    assert total > 0
+    return sum(p.roof_pct * p.measured_us for p in points) / total
+
+
+def _placed_ops(name: str):
+    """(op call, roofline point, misaligned?) of every launching op of a committed trace."""
+    from aiprof.tensor.alignment import REQUIRED_MULTIPLE, gemm_dims
+    from aiprof.tensor.ceilings_model import ceilings_for_gpu
+    from aiprof.tensor.costmodel import op_cost
+    from aiprof.tensor.roofline import place
+    from aiprof.tensor.trace_ops import launching_ops
+    from aiprof.trace import load_trace
+
+    h200 = ceilings_for_gpu("H200")
+    placed = []
+    for op in launching_ops(load_trace(TENSOR / f"{name}.trace.json.gz")):
+        cost = op_cost(op.call)
+        dims = gemm_dims(op.call) or {}
+        multiple = REQUIRED_MULTIPLE.get(cost.precision, 1)
+        misaligned = any(size % multiple for size in dims.values())
+        placed.append((op.call, place(cost, h200, op.device_us), misaligned))
+    return placed
 
 
 def test_measured_ceilings_are_under_the_datasheet() -> None:
@@ -40,28 +55,54 @@ def test_measured_ceilings_are_under_the_datasheet() -> None:
 
 @pytest.mark.parametrize("name", ["resnet50_cl", "gpt2"])
 def test_traces_on_the_roofline(name) -> None:
-    from aiprof.tensor.ceilings_model import ceilings_for_gpu
+    assert (TENSOR / f"{name}.trace.json.gz").stat().st_size < 3_000_000
+    placed = _placed_ops(name)
+    for call, point, _ in placed:  # a FLOP overcount would show as achieved > peak
+        if point.achieved_flops_per_s:
+            assert point.achieved_flops_per_s <= 1.05 * point.peak_flops_per_s, call
+    gemms = [
+        (p, bad)
+        for _, p, bad in placed
+        if p.family in ("matmul", "convolution", "attention") and p.bound != "latency"
+    ]
+    aligned = [p for p, bad in gemms if not bad]
+    # measured 2026-11-30: ResNet-50 43%, GPT-2 44% of the dense BF16 roof (989.4 TF)
+    assert _weighted_roof_pct(aligned) >= 35.0
+    elementwise = [p for _, p, _ in placed if p.family == "elementwise" and p.bound == "memory"]
+    # measured: ResNet-50 91%, GPT-2 73% of the 4.8 TB/s roof
+    assert _weighted_roof_pct(elementwise) >= 50.0
+
+
+def test_misaligned_gpt2_vocab_gemms_run_far_from_the_roof() -> None:
+    # GPT-2's vocabulary (50257) is odd: the logits GEMMs are flagged and run at ~11% of the
+    # roof against ~44% for the aligned ones.
+    placed = _placed_ops("gpt2")
+    misaligned = [
+        p for _, p, bad in placed if bad and p.family == "matmul" and p.bound != "latency"
+    ]
+    aligned = [
+        p for _, p, bad in placed if not bad and p.family == "matmul" and p.bound != "latency"
+    ]
+    assert misaligned and _weighted_roof_pct(misaligned) < 0.5 * _weighted_roof_pct(aligned)
+
+
+def test_layout_lint_and_measured_device_time() -> None:
+    from aiprof.tensor.trace_lints import trace_lints
     from aiprof.tensor.trace_roofline import trace_roofline
     from aiprof.trace import load_trace
 
-    path = TENSOR / f"{name}.trace.json.gz"
-    assert path.stat().st_size < 3_000_000
-    result = trace_roofline(load_trace(path), ceilings_for_gpu("H200"))
-    for row in result.rows:  # a FLOP overcount would show as achieved > peak
-        if row.point.achieved_flops_per_s:
-            assert row.point.achieved_flops_per_s <= 1.05 * row.point.peak_flops_per_s, row
-    compute = _time_weighted_roof_pct(result.rows, {"matmul", "convolution", "attention"})
-    memory = _time_weighted_roof_pct(result.rows, {"elementwise", "normalization"}, ("memory",))
-    assert compute >= 30.0
-    assert memory >= 30.0
-
-
-def test_layout_lint_and_measured_channels_last_gain() -> None:
     layout = json.loads((TENSOR / "layout.json").read_text())
-    assert layout["nchw"]["convs_checked"] > 50  # ResNet-50 forward: 53 convolutions
-    assert layout["nchw"]["nchw_half_convs"] == layout["nchw"]["convs_checked"]
-    assert layout["cl"]["nchw_half_convs"] == 0
-    assert layout["cl"]["step_ms"] < layout["nchw"]["step_ms"]
+    assert layout["nchw"]["convs_checked"] == 53  # ResNet-50 forward: 53 convolutions
+    assert layout["nchw"]["nchw_half_convs"] == 53 and layout["cl"]["nchw_half_convs"] == 0
+    nchw = load_trace(TENSOR / "resnet50_nchw.trace.json.gz")
+    cl = load_trace(TENSOR / "resnet50_cl.trace.json.gz")
+    lints = trace_lints(nchw)
+    assert lints.conversion_kernels_us > 0 and trace_lints(cl).conversion_kernels_us == 0
+    assert lints.conversion_kernels_us == pytest.approx(
+        layout["nchw"]["conversion_kernels_us"], rel=0.01
+    )
+    # the GPU work of a step shrinks in channels_last (the wall-clock step did not: see docs)
+    assert trace_roofline(cl).device_us < trace_roofline(nchw).device_us
 
 
 def test_alignment_lint_and_measured_4096_gain() -> None:
@@ -70,6 +111,17 @@ def test_alignment_lint_and_measured_4096_gain() -> None:
     assert [f["misaligned"] for f in odd["findings"] if f["kind"] == "dimension"] == [["N", "K"]]
     assert [f for f in even["findings"] if f["kind"] == "dimension"] == []
     assert even["tflops"] >= odd["tflops"]
+    (finding,) = [f for f in odd["findings"] if f["kind"] == "dimension"]
+    measured_gain_us = (odd["median_ms"] - even["median_ms"]) * 1e3
+    assert 0 < measured_gain_us <= finding["max_gain_us"]  # the lint's bound holds
+
+
+def test_fusion_prediction_against_torch_compile() -> None:
+    fusion = json.loads((TENSOR / "fusion.json").read_text())
+    predicted_us = fusion["bytes_saved"] / HBM_BYTES_PER_S * 1e6
+    measured_us = fusion["verify"]["eager_us"] - fusion["verify"]["compiled_us"]
+    assert fusion["verify"]["speedup"] > 1.0
+    assert 0.5 * predicted_us <= measured_us <= 1.5 * predicted_us  # measured: 540 vs 615 us
 
 
 def test_roofline_cli_with_measured_ceilings(tmp_path, capsys) -> None:

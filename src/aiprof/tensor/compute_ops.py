@@ -156,11 +156,13 @@ COMPUTE_COSTS: dict[str, CostFn] = {
     "_scaled_dot_product_flash_attention_for_cpu": _attention,
     "_flash_attention_forward": _attention,
     "_efficient_attention_forward": _attention,
+    "_cudnn_attention_forward": _attention,
     "_scaled_dot_product_flash_attention_backward": _attention_backward,
     "_scaled_dot_product_efficient_attention_backward": _attention_backward,
     "_scaled_dot_product_cudnn_attention_backward": _attention_backward,
     "_scaled_dot_product_flash_attention_for_cpu_backward": _attention_backward,
     "_flash_attention_backward": _attention_backward,
     "_efficient_attention_backward": _attention_backward,
+    "_cudnn_attention_backward": _attention_backward,
 }
 """Op name -> cost function for the matmul, convolution and attention families."""

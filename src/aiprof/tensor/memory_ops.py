@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from aiprof.tensor.dtypes import element_bytes
 from aiprof.tensor.flops import conv_output_shape
 from aiprof.tensor.opcall import OpCall, TensorMeta
 from aiprof.tensor.opcost import OpCost, arg, first_precision, int_list, read_all, written
@@ -157,6 +158,23 @@ def _embedding_backward(call: OpCall) -> OpCost:
     return _make(call, "embedding", grad.numel, [(shape, grad.dtype)])
 
 
+def _nll_loss(call: OpCall) -> OpCost:
+    """nll_loss_forward(self [N, C], target [N], ...): reads one value per target (gathered)."""
+    x, target = call.tensor(0), call.tensor(1)
+    if x is None or target is None:
+        return _make(call, "reduction", 0, [])
+    read = target.nbytes + target.numel * element_bytes(x.dtype)
+    return _make(call, "reduction", target.numel, [((), x.dtype), ((), x.dtype)], read)
+
+
+def _nll_loss_backward(call: OpCall) -> OpCost:
+    """nll_loss_backward(grad_out, self, target, ...): writes a dense grad_input of self's shape."""
+    x, target = call.tensor(1), call.tensor(2)
+    if x is None or target is None:
+        return _make(call, "reduction", 0, [])
+    return _make(call, "reduction", target.numel, [(x.shape, x.dtype)], read_all(call, skip=(1,)))
+
+
 def _pool(call: OpCall) -> OpCost:
     x = call.tensors()[0]
     if "backward" in call.op:
@@ -230,6 +248,8 @@ def memory_costs() -> dict[str, CostFn]:
     table["contiguous"] = _contiguous
     table["embedding"] = _embedding
     table["embedding_dense_backward"] = _embedding_backward
+    table["nll_loss_forward"] = table["nll_loss2d_forward"] = _nll_loss
+    table["nll_loss_backward"] = table["nll_loss2d_backward"] = _nll_loss_backward
     for name in (
         "max_pool2d max_pool2d_with_indices max_pool3d_with_indices avg_pool2d avg_pool3d "
         "adaptive_avg_pool2d _adaptive_avg_pool2d adaptive_max_pool2d "
