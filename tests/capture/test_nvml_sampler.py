@@ -104,10 +104,10 @@ def test_thread_samples_at_the_requested_rate(tmp_path):
     time.sleep(0.5)
     sampler.stop()
     samples = read_samples(tmp_path / "s.csv")
-    # 50 Hz for 0.5 s is 25 ticks; allow for a busy shared machine
-    assert 8 <= samples.num_samples <= 27
+    # 50 Hz for 0.5 s is 25 ticks; allow for a busy shared machine (late ticks are skipped)
+    assert 5 <= samples.num_samples <= 27
     gaps_s = np.diff(samples["time_unix_ns"]) / 1e9
-    assert np.median(gaps_s) == pytest.approx(0.02, abs=0.01)
+    assert 0.015 <= np.median(gaps_s) <= 0.045
 
 
 def test_pcie_is_read_once_a_second_by_default():
