@@ -64,6 +64,19 @@ def median_ms(fn, iters: int, warmup: int = 3) -> float:
     return samples[len(samples) // 2]
 
 
+def gpu_time_ms(fn) -> float | None:
+    """GPU time of one call (CUDA events), to tell a host-bound step from a device-bound one."""
+    if DEVICE != "cuda":
+        return None
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sync()
+    start.record()
+    fn()
+    end.record()
+    sync()
+    return start.elapsed_time(end)
+
+
 def part_ceilings() -> None:
     from aiprof.tensor.measure import measure_ceilings
 
@@ -192,12 +205,18 @@ def part_resnet() -> None:
             model, x, optimizer, lambda m, i, y=y: torch.nn.functional.cross_entropy(m(i), y)
         )
         ms = median_ms(step, iters=3 if SMOKE else 15)
+        gpu_ms = gpu_time_ms(step)
+        torch.backends.cudnn.benchmark = True  # let cuDNN pick its kernels for this layout
+        bench_ms = median_ms(step, iters=3 if SMOKE else 15)
+        torch.backends.cudnn.benchmark = False
         with torch.autocast(DEVICE, dtype=torch.bfloat16):
             calls = [op.call for op in analyze_model(model, (x,)).recorded]
         lint = lint_layout(calls)
         flagged = sum(1 for f in lint.findings if f.kind == "nchw_half_conv")
         entry = {
             "step_ms": ms,
+            "gpu_ms": gpu_ms,
+            "step_ms_cudnn_benchmark": bench_ms,
             "convs_checked": lint.num_convs_checked,
             "nchw_half_convs": flagged,
             "strided_copies": sum(1 for f in lint.findings if f.kind == "strided_copy"),
@@ -206,8 +225,9 @@ def part_resnet() -> None:
         entry.update(profile(step, f"resnet50_{layout}"))
         result[layout] = entry
         say(
-            f"resnet50 {layout}: step {ms:.1f} ms, "
-            f"layout lint {flagged}/{lint.num_convs_checked} convs"
+            f"resnet50 {layout}: step {ms:.1f} ms (GPU {gpu_ms or 0:.1f} ms), "
+            f"layout lint {flagged}/{lint.num_convs_checked} convs, "
+            f"cudnn.benchmark step {bench_ms:.1f} ms"
         )
     dump("layout.json", result)
 
