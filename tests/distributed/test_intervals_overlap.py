@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 from aiprof.distributed import intervals as iv
 from aiprof.distributed.commtrace import CollectiveCalls, parse_nccl_kernel
 from aiprof.distributed.overlap import overlap_pct, step_overlaps
-from aiprof.distributed.stragglers import collective_waits, compute_outliers, imbalance_pct
+from aiprof.distributed.stragglers import (
+    best_shift,
+    collective_waits,
+    compute_outliers,
+    imbalance_pct,
+    matched_rows,
+)
 
 spans = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 15)), max_size=12)
 
@@ -116,3 +122,16 @@ def test_imbalance_and_outliers():
 def test_nccl_kernel_names_old_and_new(name, kind, algo):
     assert parse_nccl_kernel(name) == (kind, algo)
     assert parse_nccl_kernel("volta_sgemm_128x64_nn") is None
+
+
+def test_windows_that_start_on_different_calls_are_paired_by_end_time():
+    # Rank 0's window holds 3 extra calls at the start; the shared calls end together.
+    ends = np.array([10.0, 20.0, 35.0, 60.0, 62.0, 90.0, 130.0])
+    fast = _calls(ends - 8, np.full(7, 8.0), ["allreduce"] * 7)
+    late = _calls(ends[3:] - 1, np.ones(4), ["allreduce"] * 4)
+    rows = matched_rows([fast, late], "allreduce")
+    assert rows[0].tolist() == [3, 4, 5, 6] and rows[1].tolist() == [0, 1, 2, 3]
+    waits = collective_waits([fast, late])
+    assert waits.num_matched_calls == 4
+    assert waits.wait_us[0] == pytest.approx(4 * 7 - 5)  # calls at 52..59 and 54..61 overlap 5 µs
+    assert best_shift(ends, ends) == 0

@@ -32,8 +32,47 @@ class WaitResult:
     """Share of matched calls in which this rank arrived last."""
 
 
+MAX_SHIFT = 64
+"""How many calls one rank's trace window may start before or after another's."""
+
+
+def best_shift(base_ends: np.ndarray, other_ends: np.ndarray) -> int:
+    """s such that call j of the base pairs with call j − s of the other rank.
+
+    Profiling windows of ranks rarely start on the same call; a collective ends at about the
+    same moment on every rank, so the shift that minimizes the median gap between the paired
+    end times (clocks on a common zero) is the right pairing. At least half the calls of the
+    shorter list must pair; ties go to the smaller |s|.
+    """
+    need = max(1, min(len(base_ends), len(other_ends)) // 2)
+    best, best_score = 0, np.inf
+    for s in sorted(range(-len(other_ends) + 1, len(base_ends)), key=abs):
+        if abs(s) > MAX_SHIFT:
+            break
+        lo, hi = max(0, s), min(len(base_ends), len(other_ends) + s)
+        if hi - lo < need:
+            continue
+        score = float(np.median(np.abs(base_ends[lo:hi] - other_ends[lo - s : hi - s])))
+        if score < best_score:
+            best, best_score = s, score
+    return best
+
+
+def matched_rows(calls: list[CollectiveCalls], kind: str) -> list[np.ndarray]:
+    """Row indexes, per rank, of the calls of ``kind`` that pair up across all ranks."""
+    rows = [np.flatnonzero(np.array(c.kind, dtype=object) == kind) for c in calls]
+    if any(len(r) == 0 for r in rows):
+        return [np.empty(0, dtype=np.int64) for _ in calls]
+    ends = [c.ts_us[r] + c.dur_us[r] for c, r in zip(calls, rows, strict=True)]
+    shifts = [0] + [best_shift(ends[0], e) for e in ends[1:]]
+    lo = max(max(0, s) for s in shifts)
+    hi = min(min(len(ends[0]), len(e) + s) for e, s in zip(ends, shifts, strict=True))
+    j = np.arange(lo, max(lo, hi))
+    return [r[j - s] for r, s in zip(rows, shifts, strict=True)]
+
+
 def collective_waits(calls: list[CollectiveCalls]) -> WaitResult:
-    """Match calls by (kind, order) across ranks and split their durations into wait and work.
+    """Match calls across ranks (``matched_rows``) and split their durations into wait and work.
 
     The wait of a call is its first ``wait`` microseconds; waits of calls that run at the same
     time (several async collectives queued together) are merged, not added.
@@ -43,17 +82,15 @@ def collective_waits(calls: list[CollectiveCalls]) -> WaitResult:
     last = np.zeros(n)
     matched = 0
     for kind in sorted({k for c in calls for k in c.kind}):
-        rows = [
-            np.array([i for i, k in enumerate(c.kind) if k == kind], dtype=np.int64) for c in calls
-        ]
-        count = min(len(r) for r in rows)
+        rows = matched_rows(calls, kind)
+        count = len(rows[0])
         if count == 0 or n < 2:
             continue
-        table = np.stack([c.dur_us[r[:count]] for c, r in zip(calls, rows, strict=True)])
+        table = np.stack([c.dur_us[r] for c, r in zip(calls, rows, strict=True)])
         late = table.argmin(axis=0)
         waits = table - table.min(axis=0)
         for rank, (c, r) in enumerate(zip(calls, rows, strict=True)):
-            starts = c.ts_us[r[:count]]
+            starts = c.ts_us[r]
             spans[rank].extend(zip(starts, starts + waits[rank], late, strict=True))
         np.add.at(last, late, 1)
         matched += count
