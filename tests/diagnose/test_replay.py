@@ -23,6 +23,7 @@ def timeline(launch: list[float], dur: list[float], syncs: list[tuple[float, flo
         gpu_dur_us=np.array(dur + [0.0] * m, float)[order],
         sync_id=np.array(list(range(n)) + list(range(100, 100 + m)))[order],
         start_us=0.0, end_us=end if end is not None else max(ends.max(), 0.0),
+        cpu_stop_us=end if end is not None else max(ends.max(), 0.0),
         latency_us=latency, gap_us=gap, num_streams=1, measured_us=0.0,
     )
 

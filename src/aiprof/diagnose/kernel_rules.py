@@ -96,7 +96,7 @@ def unfused_rule(ctx: Context) -> Finding | None:
     rows = np.concatenate([c.rows for c in chains])
     return Finding(
         category="unfused_elementwise",
-        title=f"{len(chains)} chains ({ctx.chains.num_kernels} memory-bound kernels) could be fused",
+        title=f"{len(chains)} chains of {ctx.chains.num_kernels} memory-bound kernels to fuse",
         estimated_gain_pct=gain,
         evidence={
             "chain_ms_per_step": _per_step(ctx, ctx.chains.chain_us),

@@ -43,6 +43,8 @@ class Timeline:
     """Row in the trace's runtime table of the sync call or the copy's launch call."""
     start_us: float
     end_us: float
+    cpu_stop_us: float
+    """Where the CPU's last step span ends: the CPU works until there after its last event."""
     latency_us: float
     gap_us: float
     num_streams: int
@@ -85,7 +87,7 @@ def covered_between(intervals: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -> 
 def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
     """CPU work before each event and after the last one, with the change applied."""
     lo = np.maximum.accumulate(np.concatenate([[timeline.start_us], timeline.cpu_end_us]))
-    hi = np.append(timeline.cpu_start_us, timeline.end_us)
+    hi = np.append(timeline.cpu_start_us, timeline.cpu_stop_us)
     lo = np.minimum(lo, hi)
     work = hi - lo - covered_between(change.removed_cpu, lo, hi)
     if change.launch_work_scale != 1.0:

@@ -43,6 +43,7 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
         sync_id=np.concatenate([launch_rows, sync_calls])[order],
         start_us=start,
         end_us=end,
+        cpu_stop_us=min(float(trace.steps.cpu_end_us.max()), end) if len(trace.steps) else end,
         latency_us=latency,
         gap_us=gap,
         num_streams=len(unique_keys),

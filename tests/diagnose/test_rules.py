@@ -1,0 +1,122 @@
+"""Rules on planted synthetic traces: the right top cause, gains checked by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kineto_synth import TraceBuilder, gpu_bound, launch_bound
+
+from aiprof.cli.main import main
+from aiprof.diagnose import diagnose
+from aiprof.diagnose.finding import CATEGORIES
+from aiprof.trace import load_trace
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+
+
+def _gain(path: Path, category: str) -> float:
+    found = {f.category: f for f in diagnose(path).findings}
+    return found[category].estimated_gain_pct
+
+
+def test_dataloader_wait_is_the_top_cause(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(3):
+        b.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 1, 600.0)
+        gpu = t + 620.0
+        for k in range(4):
+            b.kernel(GEMM, t + 605 + k * 6, gpu, 100.0)
+            gpu += 101.0
+        b.step(s, t, 630.0)  # CPU span; extended to the last kernel's end
+        t = gpu + 1
+    trace = load_trace(b.write(tmp_path / "t.json.gz"))
+    result = diagnose(trace)
+    top = result.findings[0]
+    assert top.category == "dataloader" and top.rank == 1
+    share = 100.0 * 600.0 / (trace.steps.duration_us.mean())  # the loader's share of a step
+    assert top.estimated_gain_pct == pytest.approx(share, abs=3.0)
+
+
+def test_launch_bound_is_cpu_bound_with_gain_below_idle_share(tmp_path: Path) -> None:
+    path = launch_bound(tmp_path / "t.json.gz")
+    trace = load_trace(path)
+    result = diagnose(trace)
+    assert result.findings[0].category == "cpu_bound"
+    idle_pct = 100.0 - 100.0 * trace.kernels.dur_us.sum() / trace.steps.duration_us.sum()
+    assert 0.5 * idle_pct <= result.findings[0].estimated_gain_pct <= idle_pct + 1e-6
+
+
+def test_per_layer_sync_is_host_sync(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t, layers = 0.0, 10
+    for layer in range(layers):
+        b.kernel(GEMM, t, t + 10, 200.0)
+        b.runtime("cudaStreamSynchronize", t + 6, 210.0)  # returns 6 µs after the kernel
+        t += 6 + 210 + 40  # 40 µs of Python before the next layer
+    b.step(0, 0.0, t)
+    path = b.write(tmp_path / "t.json.gz")
+    result = diagnose(path)
+    assert result.findings[0].category == "host_sync"
+    # without the syncs the kernels queue back to back: 10 x 200 µs after the first latency
+    expected = 100.0 * (1.0 - (10.0 + layers * 200.0) / t)
+    assert result.findings[0].estimated_gain_pct == pytest.approx(expected, abs=3.0)
+
+
+def test_pageable_copy_is_h2d_transfer(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    nbytes = 64_000_000  # 64 MB at 10 GB/s: 6.4 ms; at H200's 64 GB/s per direction: 1 ms
+    b.memcpy("Memcpy HtoD (Pageable -> Device)", 0.0, 6410.0, 5.0, 6400.0, nbytes)
+    b.kernel(GEMM, 6415.0, 6420.0, 500.0)
+    b.step(0, 0.0, 6425.0)  # CPU span; the step extends to the kernel's end at 6920
+    result = diagnose(b.write(tmp_path / "t.json.gz"))
+    top = result.findings[0]
+    assert top.category == "h2d_transfer"
+    fixed = 5.0 + nbytes / 64e9 * 1e6 + 500.0  # copy at 64 GB/s, kernel queued behind it
+    assert top.estimated_gain_pct == pytest.approx(100.0 * (1 - fixed / 6920.0), abs=3.0)
+
+
+def test_fp32_gemms_replayed_at_tf32_rate(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for k in range(5):
+        b.kernel("ampere_sgemm_128x64_nn", k * 5.0, 10.0 + k * 1001.0, 1000.0)
+    b.step(0, 0.0, 30.0)  # the CPU span; the step extends to the last kernel's end (5014)
+    top = diagnose(b.write(tmp_path / "t.json.gz")).findings[0]
+    assert top.category == "tensor_cores_unused"
+    ratio = 66.9 / 494.7  # H100/H200 SXM datasheet fp32 vs dense tf32 TFLOP/s
+    fixed = 10.0 + 5 * 1000.0 * ratio + 4 * 1.0
+    assert top.estimated_gain_pct == pytest.approx(100.0 * (1 - fixed / 5014.0), abs=3.0)
+
+
+def test_healthy_trace_says_nothing_worth_fixing(tmp_path: Path) -> None:
+    result = diagnose(gpu_bound(tmp_path / "t.json.gz"))
+    assert all(f.estimated_gain_pct < 5.0 for f in result.findings)
+    assert result.verdict.startswith("Nothing worth fixing")
+
+
+def test_json_contract_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = launch_bound(tmp_path / "t.json.gz")
+    assert main(["diagnose", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "aiprof.diagnosis/1" and isinstance(doc["verdict"], str)
+    gains = [f["estimated_gain_pct"] for f in doc["findings"]]
+    assert gains == sorted(gains, reverse=True)
+    assert [f["rank"] for f in doc["findings"]] == list(range(1, len(gains) + 1))
+    for f in doc["findings"]:
+        assert f["category"] in CATEGORIES and f["fix"] and isinstance(f["evidence"], dict)
+        assert f["severity"] in ("high", "medium", "low")
+
+
+def test_cli_terminal_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = launch_bound(tmp_path / "t.json.gz")
+    assert main(["diagnose", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "cpu_bound" in out and "verdict:" in out
+    assert main(["diagnose", str(tmp_path / "missing.json")]) == 2
+    assert main(["diagnose", str(path), "--min-gain", "-3"]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["diagnose", str(bad)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
