@@ -22,7 +22,6 @@ def allreduce_ends_ns(trace: dict) -> list[int]:
     return [base + round((ts + dur) * 1000) for ts, dur in spans]
 
 
-@pytest.mark.slow
 def test_nproc_2_gloo_job(tmp_path, workload):
     out = tmp_path / "runs"
     code = main(["run", "--out", str(out), "--nproc", "2", "--skip", "2", "--warmup", "1",

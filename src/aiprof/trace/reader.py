@@ -38,6 +38,8 @@ from aiprof.trace.tables import (
 )
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+LATEST_RUN = "latest"
+"""The link ``aiprof run`` keeps to its newest run record inside ``runs/``."""
 PARALLEL_MIN_FILE_BYTES = 1 << 20
 """Files smaller than this (on disk) are decoded in-process whatever ``workers`` says."""
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -191,6 +193,8 @@ def trace_files(target: str | os.PathLike[str]) -> list[Path]:
     path = Path(target)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
+    if path.is_dir() and not (path / "meta.json").exists() and (path / LATEST_RUN).exists():
+        path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
     if path.is_file():
         return [path]
     found = _traces_in(path.iterdir()) or _traces_in(path.rglob("*"))
