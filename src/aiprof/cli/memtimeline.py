@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from aiprof.report.svg import Series, line_chart
 
-        series = Series("allocated", timeline.ts_us / 1e3, timeline.allocated_bytes / 2**20, "step")
+        xs = (timeline.ts_us / 1e3).tolist()
+        series = Series("allocated", xs, (timeline.allocated_bytes / 2**20).tolist(), "step")
         args.plot.write_text(
             line_chart([series], title="Allocated memory", x_label="time (ms)", y_label="MiB")
         )

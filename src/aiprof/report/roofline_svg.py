@@ -15,9 +15,9 @@ _ROOF_PRECISIONS = ("fp8", "bf16", "fp16", "tf32", "fp32", "fp64")
 def roofline_svg(points: Sequence[RooflinePoint], ceilings: Ceilings, *, title: str) -> str:
     """SVG of the roofs of ``ceilings`` and the measured ops in ``points`` (TFLOP/s vs FLOP/B)."""
     placed = [p for p in points if p.intensity_flop_per_byte and p.achieved_flops_per_s]
-    intensities = [p.intensity_flop_per_byte for p in placed] or [1.0]
-    lo = min(min(intensities) / 2, 0.05)  # type: ignore[type-var]
-    hi = max(max(intensities) * 2, 2000.0)  # type: ignore[type-var]
+    intensities = [p.intensity_flop_per_byte or 1.0 for p in placed] or [1.0]
+    lo = min(min(intensities) / 2, 0.05)
+    hi = max(max(intensities) * 2, 2000.0)
     xs = [lo * (hi / lo) ** (i / 63) for i in range(64)]
     series = []
     for precision in _ROOF_PRECISIONS:

@@ -10,7 +10,20 @@ from aiprof.tensor.opcost import OpCost
 from aiprof.tensor.roofline import RooflinePoint, place
 
 __all__ = [
-    "Ceilings", "CostSummary", "ModelAnalysis", "OpCall", "OpCost", "OpRecord", "RooflinePoint",
-    "TensorMeta", "analyze_model", "ceilings_for_gpu", "has_cost_model", "load_ceilings",
-    "op_cost", "place", "save_ceilings", "summarize",
+    "Ceilings",
+    "CostSummary",
+    "ModelAnalysis",
+    "OpCall",
+    "OpCost",
+    "OpRecord",
+    "RooflinePoint",
+    "TensorMeta",
+    "analyze_model",
+    "ceilings_for_gpu",
+    "has_cost_model",
+    "load_ceilings",
+    "op_cost",
+    "place",
+    "save_ceilings",
+    "summarize",
 ]

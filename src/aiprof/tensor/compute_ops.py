@@ -79,7 +79,7 @@ def _conv(
                 int_list(arg(call, dil_at), (1,)),
                 transposed,
                 int_list(arg(call, transposed_at + 1 if transposed_at else None), (0,)),
-                int(arg(call, groups_at, 1) or 1),  # type: ignore[arg-type]
+                int_list(arg(call, groups_at), (1,))[0],
             )
         return _cost(
             call, "convolution", F.conv_flops(x.shape, w.shape, out, transposed), [(out, x.dtype)]

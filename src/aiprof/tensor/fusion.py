@@ -81,9 +81,10 @@ class _Graph:
         tensors = [t for t in call.tensors() if t.tensor_id is not None]
         outputs = [t for t in (call.outputs or ()) if t.tensor_id is not None]
         if call.op in VIEW_OPS and tensors:
+            source = self.root(tensors[0].tensor_id)  # type: ignore[arg-type]
             for out in outputs:
-                if out.tensor_id != tensors[0].tensor_id:
-                    self.alias[out.tensor_id] = self.root(tensors[0].tensor_id)  # type: ignore[arg-type]
+                if out.tensor_id is not None and out.tensor_id != tensors[0].tensor_id:
+                    self.alias[out.tensor_id] = source
             return
         self.inputs[index] = [(self.value(t), t) for t in tensors]
         for value, _ in self.inputs[index]:

@@ -153,7 +153,7 @@ def _embedding(call: OpCall) -> OpCost:
 
 def _embedding_backward(call: OpCall) -> OpCost:
     grad = call.tensors()[0]
-    num_weights = int(arg(call, 2, 0) or 0)  # type: ignore[arg-type]
+    num_weights = int_list(arg(call, 2), (0,))[0]
     shape = (num_weights, grad.shape[-1])
     return _make(call, "embedding", grad.numel, [(shape, grad.dtype)])
 

@@ -91,4 +91,3 @@ def _with_measurement(point: RooflinePoint, cost: OpCost, measured_us: float) ->
         roof_pct=100.0 * point.roof_time_us / measured_us,
         time_lost_us=max(0.0, measured_us - point.roof_time_us),
     )
-
