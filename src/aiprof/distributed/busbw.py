@@ -34,6 +34,8 @@ _ALIASES = {
     "all-to-all": "alltoall",
     "all_to_allv": "alltoall",
     "alltoall_base": "alltoall",
+    "allgather_base": "allgather",
+    "reduce_scatter_base": "reducescatter",
     "send": "sendrecv",
     "recv": "sendrecv",
     "send_recv": "sendrecv",

@@ -108,12 +108,12 @@ def _name(trace: Any, ids: np.ndarray) -> list[str]:
 def nccl_calls(trace: Any) -> CollectiveCalls | None:
     """NCCL kernels of the trace, or None if it has none."""
     k = trace.kernels
-    names = _name(trace, k.name_id)
-    parsed = [parse_nccl_kernel(n) for n in names]
-    rows = np.array([i for i, p in enumerate(parsed) if p is not None], dtype=np.int64)
+    by_id = _parsed_names(trace, k.name_id)
+    rows = np.flatnonzero(np.isin(k.name_id, np.fromiter(by_id, dtype=np.int64, count=len(by_id))))
     if len(rows) == 0:
         return None
-    kinds = [parsed[i][0] for i in rows]  # type: ignore[index]
+    parsed = {i: by_id[int(k.name_id[i])] for i in rows}
+    kinds = [parsed[i][0] for i in rows]
     args_kind = _name(trace, k.collective_id[rows])
     kinds = [_kind_from_arg(a) or kind for a, kind in zip(args_kind, kinds, strict=True)]
     in_n, out_n = k.in_nelems[rows].copy(), k.out_nelems[rows].copy()
@@ -125,7 +125,7 @@ def nccl_calls(trace: Any) -> CollectiveCalls | None:
         kind=kinds,
         num_bytes=_sized(in_n, out_n, dtypes),
         group_size=group,
-        algorithm=[parsed[i][1] for i in rows],  # type: ignore[index]
+        algorithm=[parsed[i][1] for i in rows],
         source="nccl kernels",
     )
 
@@ -241,10 +241,21 @@ def compute_spans(trace: Any) -> tuple[np.ndarray, np.ndarray]:
     """(starts, ends) of compute: non-NCCL kernels, or ``aten::`` CPU ops without GPU events."""
     if len(trace.kernels):
         k = trace.kernels
-        keep = np.array(
-            [parse_nccl_kernel(trace.strings[int(i)]) is None for i in k.name_id], dtype=bool
-        )
+        nccl = np.fromiter(_parsed_names(trace, k.name_id), dtype=np.int64)
+        keep = ~np.isin(k.name_id, nccl)
         return k.ts_us[keep], k.ts_us[keep] + k.dur_us[keep]
     ops = trace.cpu_ops
-    aten = np.array([trace.strings[int(i)].startswith("aten::") for i in ops.name_id], dtype=bool)
-    return ops.ts_us[aten], ops.ts_us[aten] + ops.dur_us[aten]
+    ids = np.unique(ops.name_id)
+    aten = ids[[trace.strings[int(i)].startswith("aten::") for i in ids]]
+    keep = np.isin(ops.name_id, aten)
+    return ops.ts_us[keep], ops.ts_us[keep] + ops.dur_us[keep]
+
+
+def _parsed_names(trace: Any, name_ids: np.ndarray) -> dict[int, tuple[str, str]]:
+    """NCCL kernel names among ``name_ids``, parsed once per distinct name."""
+    out = {}
+    for i in np.unique(name_ids):
+        parsed = parse_nccl_kernel(trace.strings[int(i)])
+        if parsed is not None:
+            out[int(i)] = parsed
+    return out

@@ -61,8 +61,8 @@ def ring_coefficients(collective: str, num_ranks: int) -> tuple[float, float]:
 def fit_alpha_beta(
     collective: str,
     num_ranks: int,
-    sizes_bytes: Sequence[float],
-    times_us: Sequence[float],
+    sizes_bytes: Sequence[float] | np.ndarray,
+    times_us: Sequence[float] | np.ndarray,
     *,
     min_bytes: int = 0,
     max_bytes: int | None = None,
@@ -111,8 +111,8 @@ def predict_us(fits: Sequence[AlphaBetaFit], num_bytes: float) -> float:
 def fit_protocols(
     collective: str,
     num_ranks: int,
-    sizes_bytes: Sequence[float],
-    times_us: Sequence[float],
+    sizes_bytes: Sequence[float] | np.ndarray,
+    times_us: Sequence[float] | np.ndarray,
     *,
     min_bytes: int = 0,
     max_segments: int = 3,
