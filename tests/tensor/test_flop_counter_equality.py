@@ -47,7 +47,7 @@ def _assert_equal(ours: Counter, theirs: Counter) -> None:
 @pytest.mark.parametrize("backward", [False, True], ids=["fwd", "fwd+bwd"])
 def test_resnets_match_flop_counter(factory, backward) -> None:
     model = factory()
-    ours, theirs = _compare(model, (torch.randn(2, 3, 64, 64),), backward)
+    ours, theirs = _compare(model, (torch.randn(2, 3, 32, 32),), backward)
     _assert_equal(ours, theirs)
     assert "convolution" in theirs
     if backward:
