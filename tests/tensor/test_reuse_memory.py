@@ -98,3 +98,37 @@ def test_memtimeline_cli(public_traces, tmp_path, capsys) -> None:
     no_memory = public_traces / "critical_path" / "event_sync_trace.json.gz"
     assert main(["memtimeline", str(no_memory)]) == 2
     assert "profile_memory=True" in capsys.readouterr().err
+
+
+def test_reuse_cli(capsys) -> None:
+    import json
+
+    from aiprof.cli.main import main
+
+    assert (
+        main(
+            [
+                "reuse",
+                "conv",
+                "--batch",
+                "32",
+                "--input",
+                "224x224",
+                "--kernel",
+                "3x3",
+                "--padding",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["input_reuse"] == pytest.approx(9.0) and data["weight_reuse"] == 32 * 224 * 224
+    assert (
+        main(["reuse", "gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--cache", "48KiB"])
+        == 0
+    )
+    assert "tile: 64" in capsys.readouterr().out
+    assert main(["reuse", "gemm", "--m", "8", "--n", "8", "--k", "8", "--cache", "10"]) == 2
+    assert main(["reuse", "conv", "--input", "2x2", "--kernel", "5x5"]) == 2
