@@ -21,7 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tf32", action="store_true", help="fp32 matmuls ran in TF32 (use the TF32 roof)"
     )
-    parser.add_argument("--plot", type=Path, help="write the log-log roofline plot (SVG) here")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        help="write the log-log roofline plot (SVG) here (default for a run "
+        "record: RUN/roofline.svg)",
+    )
     parser.add_argument("--lint", action="store_true", help="also the layout and alignment lints")
     parser.add_argument("--top", type=int, default=20, help="rows to print (default 20)")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -44,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top must be at least 1 (got {args.top})")
     result = trace_roofline(trace, ceilings, allow_tf32=args.tf32)
+    source = Path(args.source)
+    if args.plot is None and source.is_dir():
+        from aiprof.runrecord import resolve_run_dir
+
+        args.plot = resolve_run_dir(source) / "roofline.svg"
     if args.plot is not None:
         from aiprof.report.roofline_svg import roofline_svg
 
@@ -63,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = console()
     print_trace_roofline(out, result, args.top)
+    if args.plot is not None:
+        out.print(f"roofline plot: {args.plot}")
     if lints is not None:
         print_lints(out, lints.layout, lints.alignment)
         out.print(
