@@ -103,3 +103,26 @@ def test_cli_lint_on_a_trace(capsys) -> None:
     assert main(["roofline", str(NCHW_TRACE), "--lint"]) == 0
     out = capsys.readouterr().out
     assert "nchw_half_conv" in out and "conversion kernels in the trace: 23.0" in out
+
+
+def test_run_record_uses_its_measured_ceilings(tmp_path, capsys) -> None:
+    import shutil
+
+    from aiprof.runrecord import RunMeta, trace_file_name, write_meta
+    from aiprof.tensor.ceilings_model import Ceilings, save_ceilings
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_meta(run, RunMeta(name="h200"))
+    shutil.copy(DATA / "tensor_fixtures" / "nchw_conv_trace.json.gz", run / trace_file_name(0))
+    measured = Ceilings(
+        name="measured H200",
+        memory_bytes_per_s=4e12,
+        matmul_flops_per_s={"fp16": 7e14, "bf16": 7e14},
+        vector_flops_per_s=5e13,
+    )
+    save_ceilings(measured, run / "ceilings.json")
+    assert main(["roofline", str(run), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["device"] == "measured H200"
+    assert (run / "roofline.svg").read_text().startswith("<svg")
