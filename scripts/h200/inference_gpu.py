@@ -1,0 +1,218 @@
+"""Inference measurements on one GPU for aiprof's docs and CPU tests (issue 7).
+
+For torchvision ResNet-50 and transformers BERT-base (both built from their config, no download):
+latency curve per batch size, image-pipeline stage breakdown (ResNet-50), cold start in a fresh
+process, CUDA-graph gain, and the real dynamic batcher against the simulator at two loads.
+Results go to $OUT/inference/ as CSV and JSON. Every part catches its own errors.
+
+    OUT=/some/dir PYTHONPATH=src python3 scripts/h200/inference_gpu.py
+    PYTHONPATH=src python3 scripts/h200/inference_gpu.py --smoke   # tiny CPU models, checks paths
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from aiprof.inference.agreement import calibrate_overhead_us, measure_real
+from aiprof.inference.arrivals import poisson_arrivals
+from aiprof.inference.bench import batch_function, measure_curve
+from aiprof.inference.coldstart import measure_coldstart
+from aiprof.inference.cudagraph import measure_cuda_graph
+from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.simulator import SimulationOptions, simulate
+from aiprof.inference.stages import run_stages
+from aiprof.report.jsonout import dumps
+
+BERT_SEQ = 128
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+SMOKE_BATCHES = (1, 2, 4)
+BUDGET_S = 80.0  # the batch of scripts allows 90 s; later parts are skipped past this
+
+
+def resnet50() -> Any:
+    import torchvision
+
+    return torchvision.models.resnet50(weights=None)
+
+
+def resnet_input(batch: int) -> Any:
+    return torch.randn(batch, 3, 224, 224)
+
+
+class BertEncoder(torch.nn.Module):
+    """BERT-base (transformers BertModel from BertConfig()) returning the last hidden state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from transformers import BertConfig, BertModel
+
+        self.bert = BertModel(BertConfig())
+
+    def forward(self, input_ids: Any) -> Any:
+        return self.bert(input_ids=input_ids).last_hidden_state
+
+
+def bert_input(batch: int) -> Any:
+    return torch.randint(0, 30522, (batch, BERT_SEQ))
+
+
+def tiny_cnn() -> Any:
+    from aiprof.inference.demo_models import small_cnn
+
+    return small_cnn(10)
+
+
+def tiny_bert() -> Any:
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
+def tiny_bert_input(batch: int) -> Any:
+    return torch.randn(batch, 16, 32)
+
+
+MODELS = {
+    "resnet50": (resnet50, resnet_input),
+    "bert-base": (BertEncoder, bert_input),
+}
+SMOKE_MODELS = {"resnet50": (tiny_cnn, resnet_input), "bert-base": (tiny_bert, tiny_bert_input)}
+
+
+def part(name: str, results: dict[str, Any], fn: Any) -> Any:
+    """Run one measurement; record its error instead of stopping the script."""
+    begin = time.perf_counter()
+    try:
+        value = fn()
+        results[name] = {"ok": True, "seconds": time.perf_counter() - begin}
+        return value
+    except Exception as error:  # one broken part must not lose the others
+        results[name] = {"ok": False, "error": f"{type(error).__name__}: {error}",
+                         "trace": traceback.format_exc(limit=3)}
+        print(f"[inference] {name} failed: {error}", file=sys.stderr)
+        return None
+
+
+def latency_curves(models: dict[str, Any], device: str, out: Path,
+                   batches: tuple[int, ...]) -> dict[str, Any]:
+    rows = ["model,batch_size,p50_ms,p90_ms,p99_ms,items_per_s"]
+    curves = {}
+    for name, (factory, make_input) in models.items():
+        measured = measure_curve(factory(), make_input, batches, device=device, warmup=5,
+                                 iters=20)
+        curves[name] = measured
+        for batch, t in zip(measured.batch_sizes, measured.timings, strict=True):
+            rows.append(f"{name},{batch},{t.p50_us / 1e3:.4f},{t.p90_us / 1e3:.4f},"
+                        f"{t.p99_us / 1e3:.4f},{batch / t.p50_us * 1e6:.1f}")
+    (out / "latency_curve.csv").write_text("\n".join(rows) + "\n")
+    return curves
+
+
+def coldstart_in_fresh_process(name: str, device: str, smoke: bool) -> dict[str, Any]:
+    """Cold start measured in a new interpreter (CUDA context creation included)."""
+    args = [sys.executable, __file__, "--coldstart-child", name, "--device", device]
+    if smoke:
+        args.append("--smoke")
+    begin = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ})
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report["process_wall_s"] = time.perf_counter() - begin
+    return report
+
+
+def coldstart_child(name: str, device: str, smoke: bool) -> None:
+    import_begin = time.perf_counter()
+    factory, make_input = (SMOKE_MODELS if smoke else MODELS)[name]
+    report = measure_coldstart(factory, make_input, device=device, batch_size=1, iters=10)
+    payload = json.loads(dumps(report, indent=0).replace("\n", ""))
+    payload["measure_s"] = time.perf_counter() - import_begin
+    print(json.dumps(payload))
+
+
+def serving(curves: dict[str, Any], device: str, smoke: bool) -> list[dict[str, Any]]:
+    """Real batcher serving ResNet-50 against the simulator, at 40% and 80% of capacity."""
+    factory, make_input = (SMOKE_MODELS if smoke else MODELS)["resnet50"]
+    model_fn = batch_function(factory(), device)
+    sample = make_input(1)[0]
+    curve = curves["resnet50"].curve()
+    policy = BatchPolicy(max_batch_size=32, max_queue_delay_us=2000)
+    overhead = calibrate_overhead_us(model_fn, curve, 50, lambda _: sample)
+    rows = []
+    for share in (0.4, 0.8):
+        rate = share * curve.capacity_rps(32)
+        arrivals = poisson_arrivals(rate, 300 if smoke else 2000, seed=1)
+        real = measure_real(model_fn, policy, arrivals, lambda _: sample)
+        predicted = simulate(arrivals, curve, policy, SimulationOptions(overhead_us=overhead))
+        rows.append({"rate_rps": rate, "share_of_capacity": share, "overhead_us": overhead,
+                     "real": real, "simulated": predicted})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="aiprof inference measurements on a GPU")
+    parser.add_argument("--smoke", action="store_true", help="tiny models (any device)")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--coldstart-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.coldstart_child:
+        coldstart_child(args.coldstart_child, device, args.smoke)
+        return
+    started = time.perf_counter()
+    out = Path(os.environ.get("OUT", "out")) / "inference"
+    out.mkdir(parents=True, exist_ok=True)
+    models = SMOKE_MODELS if args.smoke else MODELS
+    status: dict[str, Any] = {}
+    results: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu",
+        "torch": str(torch.__version__), "smoke": args.smoke, "bert_seq_len": BERT_SEQ,
+    }
+    torch.backends.cudnn.benchmark = False  # fixed algorithms: comparable first/warm runs
+    results["coldstart"] = {name: part(f"coldstart {name}", status, lambda n=name:
+                                       coldstart_in_fresh_process(n, device, args.smoke))
+                            for name in models}
+    batches = SMOKE_BATCHES if args.smoke else BATCHES
+    curves = part("latency curves", status,
+                  lambda: latency_curves(models, device, out, batches)) or {}
+    results["latency_curve"] = curves
+    results["stages"] = part("stages", status, lambda: run_stages(
+        models["resnet50"][0](), device=device, batch_size=batches[-1] if args.smoke else 32,
+        iters=10, warmup=3))
+    if device.startswith("cuda"):
+        results["cuda_graph"] = {
+            f"{name} batch {batch}": part(f"cuda graph {name} {batch}", status,
+                                          lambda f=factory, m=make_input, b=batch:
+                                          measure_cuda_graph(f(), m(b), device=device))
+            for name, (factory, make_input) in models.items() for batch in (1, 8)
+        }
+    if "resnet50" in curves and time.perf_counter() - started < BUDGET_S - 15:
+        results["serving"] = part("serving", status, lambda: serving(curves, device, args.smoke))
+    results["status"] = status
+    results["total_s"] = time.perf_counter() - started
+    try:
+        (out / "results.json").write_text(dumps(results) + "\n")
+    except Exception as error:  # keep what can be kept
+        print(f"[inference] could not write results.json: {error}", file=sys.stderr)
+        (out / "status.json").write_text(json.dumps(status, indent=2, default=str) + "\n")
+    print(f"[inference] {results['device']}: wrote {out}/results.json and latency_curve.csv "
+          f"in {results['total_s']:.1f} s")
+    for name, state in status.items():
+        print(f"[inference]   {name}: {'ok' if state['ok'] else state['error']}")
+    for name, measured in curves.items():
+        t1, tn = measured.timings[0], measured.timings[-1]
+        print(f"[inference]   {name}: batch 1 {t1.p50_us / 1e3:.2f} ms, batch "
+              f"{measured.batch_sizes[-1]} {tn.p50_us / 1e3:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
