@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiprof.errors import InputError
+from aiprof.tensor.model_loading import one_line
 from aiprof.tensor.timing import median_us
 
 
@@ -52,8 +53,7 @@ def verify_fusion(
                 clock=clock,
             )
     except Exception as error:  # compile failures come from the user's model or toolchain
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise InputError(f"torch.compile failed: {type(error).__name__}: {first}") from error
+        raise InputError(f"torch.compile failed: {one_line(error)}") from error
     return FusionVerification(
         device=device,
         backend=backend,

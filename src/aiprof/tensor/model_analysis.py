@@ -16,6 +16,7 @@ from aiprof.errors import InputError
 from aiprof.tensor.capture import Clock, RecordedOp, record_ops
 from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
 from aiprof.tensor.costmodel import CostSummary, op_cost, summarize
+from aiprof.tensor.model_loading import one_line
 from aiprof.tensor.opcost import OpCost
 from aiprof.tensor.roofline import RooflinePoint, place
 
@@ -92,8 +93,7 @@ def _run(model: Any, inputs: tuple[Any, ...], backward: bool) -> None:
     except InputError:
         raise
     except Exception as error:  # the user's model: any failure is reported, in one line
-        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise InputError(f"the model failed to run: {type(error).__name__}: {message}") from error
+        raise InputError(f"the model failed to run: {one_line(error)}") from error
 
 
 def _first_tensor(output: Any) -> Any:

@@ -12,6 +12,12 @@ from typing import Any
 from aiprof.errors import InputError
 
 
+def one_line(error: BaseException) -> str:
+    """``Type: first line of the message``: a user's exception as one line for the CLI."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
 def load_factory(spec: str) -> Any:
     """Call ``MODULE:FUNCTION`` (or ``path/file.py:FUNCTION``) and return the model it builds."""
     module_name, _, attr = spec.rpartition(":")
@@ -33,10 +39,7 @@ def load_factory(spec: str) -> Any:
     except InputError:
         raise
     except Exception as error:  # the user's code: report it in one line
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise InputError(
-            f"cannot build the model from {spec}: {type(error).__name__}: {first}"
-        ) from error
+        raise InputError(f"cannot build the model from {spec}: {one_line(error)}") from error
 
 
 def _dtype(torch: Any, name: str) -> Any:
