@@ -16,11 +16,20 @@ def timeline(launch: list[float], dur: list[float], syncs: list[tuple[float, flo
     starts = np.array(launch + [s for s, _ in syncs], float)
     order = np.argsort(starts, kind="stable")
     ends = np.array([t + 1.0 for t in launch] + [e for _, e in syncs], float)
+    kinds = np.array([LAUNCH] * n + [SYNC] * m)[order]
+    ptr, idx, last = [0], [], -1  # a sync waits for the last op launched before it
+    for k, kind in enumerate(kinds.tolist()):
+        if kind == SYNC and last >= 0:
+            idx.append(last)
+        last = k if kind == LAUNCH else last
+        ptr.append(len(idx))
     return Timeline(
-        kind=np.array([LAUNCH] * n + [SYNC] * m)[order], cpu_start_us=starts[order],
+        kind=kinds, cpu_start_us=starts[order],
         cpu_end_us=ends[order], gpu_row=np.array(list(range(n)) + [-1] * m)[order],
         stream=np.array([0] * n + [-1] * m)[order],
         gpu_dur_us=np.array(dur + [0.0] * m, float)[order],
+        after=np.full(n + m, -1), delay_us=np.zeros(n + m),
+        wait_ptr=np.array(ptr), wait_idx=np.array(idx, dtype=np.int64),
         sync_id=np.array(list(range(n)) + list(range(100, 100 + m)))[order],
         start_us=0.0, end_us=end if end is not None else max(ends.max(), 0.0),
         cpu_stop_us=end if end is not None else max(ends.max(), 0.0),

@@ -5,7 +5,9 @@ and every CPU sync point becomes an event in CPU order. The CPU runs from event 
 between two events it spends the *work* time the trace shows (the gap between the end of one
 event and the start of the next). A launch issues its op at the CPU's current time; the op
 starts at ``max(launch + latency, previous op of its stream's end + gap)`` and runs for its
-duration. A sync point (or a blocking copy) makes the CPU wait until every stream is done.
+duration, and not before the op of another stream it waited for (a cross-stream event, found
+in the trace) has ended. A sync point makes the CPU wait for the ops the trace shows it waited
+for (per stream, the last one that had ended when the sync returned); a blocking copy for itself.
 ``latency`` (launch call to kernel start on an idle GPU) and ``gap`` (turnaround between
 queued kernels) are medians measured on the trace itself.
 
@@ -39,6 +41,13 @@ class Timeline:
     stream: np.ndarray
     """Dense stream index (0..num_streams-1; -1 for ``SYNC``)."""
     gpu_dur_us: np.ndarray
+    after: np.ndarray
+    """Event index of an op of another stream this op waited for (-1: none); see timeline.py."""
+    delay_us: np.ndarray
+    """Start delay the trace does not explain (kept as is by every change)."""
+    wait_ptr: np.ndarray
+    """``wait_idx[wait_ptr[k]:wait_ptr[k + 1]]``: the ops sync event ``k`` waited for."""
+    wait_idx: np.ndarray
     sync_id: np.ndarray
     """Row in the trace's runtime table of the sync call or the copy's launch call."""
     start_us: float
@@ -97,6 +106,13 @@ def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
     return work[:-1], float(work[-1])
 
 
+def own_call_us(timeline: Timeline) -> np.ndarray:
+    """Each event's call time not already covered by earlier events' calls (other threads)."""
+    ends = timeline.cpu_end_us
+    reach = np.maximum.accumulate(np.concatenate([[timeline.start_us], ends]))[:-1]
+    return np.maximum(ends - np.maximum(timeline.cpu_start_us, reach), 0.0)
+
+
 def replay(timeline: Timeline, change: Change | None = None) -> float:
     """Simulated length of the steps under ``change`` (µs)."""
     change = change or Change()
@@ -108,20 +124,26 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
             durations[row_index] = new
     call_scale = change.launch_work_scale
     stream_end = [timeline.start_us] * max(timeline.num_streams, 1)
+    end_at = [timeline.start_us] * len(durations)
     cpu, lat, gap = timeline.start_us, timeline.latency_us, timeline.gap_us
-    call_us = (timeline.cpu_end_us - timeline.cpu_start_us).tolist()
-    for k, (kind, stream, dur, sync_id) in enumerate(zip(
+    call_us = own_call_us(timeline).tolist()
+    ptr, idx = timeline.wait_ptr.tolist(), timeline.wait_idx.tolist()
+    for k, (kind, stream, dur, sync_id, after, delay) in enumerate(zip(
         timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
-        timeline.sync_id.tolist(), strict=True,
+        timeline.sync_id.tolist(), timeline.after.tolist(), timeline.delay_us.tolist(),
+        strict=True,
     )):
         cpu += work[k]
         blocks = sync_id not in change.unblocked
         if kind == SYNC:
-            cpu = max(cpu, max(stream_end)) if blocks else cpu
+            if blocks and ptr[k + 1] > ptr[k]:
+                cpu = max(cpu, max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]]))
             continue
         if dur > 0:
-            start = max(cpu + lat, stream_end[stream] + gap)
+            ready = end_at[after] + gap if after >= 0 else timeline.start_us
+            start = max(cpu + lat, stream_end[stream] + gap, ready) + delay
             stream_end[stream] = start + dur
+        end_at[k] = stream_end[stream]
         if kind == BLOCKING_LAUNCH and blocks:
             cpu = max(cpu, stream_end[stream])
         else:

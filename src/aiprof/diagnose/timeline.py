@@ -7,6 +7,7 @@ import numpy as np
 from aiprof.analysis.allocator import AllocatorResult
 from aiprof.analysis.gpu_window import gpu_window, launch_ts_us
 from aiprof.analysis.sync import SyncPoints
+from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
 from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
 from aiprof.trace import Trace
 
@@ -33,13 +34,26 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     start = float(win.window[0][0]) if len(win.window[0]) else 0.0
     end = float(win.window[1][-1]) if len(win.window[1]) else 0.0
     latency, gap = _latency_and_gap(trace, rows, stream)
+    kind, cpu_start = kind[order], cpu_start[order]
+    cpu_end = np.concatenate([rt.end_us[launch_rows], rt.end_us[sync_calls]])[order]
+    gpu_row = np.concatenate([rows, np.full(len(sync_calls), -1)])[order]
+    stream = np.concatenate([stream, np.full(len(sync_calls), -1)])[order]
+    is_op = gpu_row >= 0
+    gpu_start = np.where(is_op, ops.ts_us[np.maximum(gpu_row, 0)], np.nan)
+    gpu_end = np.where(is_op, ops.end_us[np.maximum(gpu_row, 0)], np.nan)
+    after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, cpu_start, latency, gap)
+    wait_ptr, wait_idx = sync_waits(is_op, kind == SYNC, stream, gpu_end, cpu_end)
     return Timeline(
-        kind=kind[order],
-        cpu_start_us=cpu_start[order],
-        cpu_end_us=np.concatenate([rt.end_us[launch_rows], rt.end_us[sync_calls]])[order],
-        gpu_row=np.concatenate([rows, np.full(len(sync_calls), -1)])[order],
-        stream=np.concatenate([stream, np.full(len(sync_calls), -1)])[order],
+        kind=kind,
+        cpu_start_us=cpu_start,
+        cpu_end_us=cpu_end,
+        gpu_row=gpu_row,
+        stream=stream,
         gpu_dur_us=np.concatenate([ops.dur_us[rows], np.zeros(len(sync_calls))])[order],
+        after=after,
+        delay_us=delay,
+        wait_ptr=wait_ptr,
+        wait_idx=wait_idx,
         sync_id=np.concatenate([launch_rows, sync_calls])[order],
         start_us=start,
         end_us=end,

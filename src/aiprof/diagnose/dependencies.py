@@ -1,0 +1,75 @@
+"""What each op and each sync point waited for, read off the trace (for the replay).
+
+- Cross-stream waits: an op that started later than its launch and its stream allow
+  (by more than ``tolerance``) waited for something else; its dependency is the op of
+  another stream, launched before it, that ended last before it started, within
+  ``window_us`` of its start (``cudaStreamWaitEvent`` on a recorded event looks like this).
+  When no such op exists, the unexplained delay itself is kept (a wait the trace does not
+  show the cause of: no fix in the replay removes it).
+- Sync waits: a sync point waited, on each stream, for the last op launched before it whose
+  end came before the sync returned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SYNC_TOLERANCE_US = 2.0
+"""Slack between an op's end and the sync's return (the call's own return path)."""
+
+
+def cross_stream_after(
+    is_op: np.ndarray, stream: np.ndarray, start: np.ndarray, end: np.ndarray,
+    launch: np.ndarray, latency_us: float, gap_us: float, window_us: float = 20.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per event: the op of another stream it waited for (-1: none) and any unexplained delay."""
+    n = len(is_op)
+    after = np.full(n, -1, dtype=np.int64)
+    delay = np.zeros(n)
+    ops = np.flatnonzero(is_op)
+    if len(ops) == 0:
+        return after, delay
+    prev_end = np.full(n, -np.inf)
+    for s in np.unique(stream[ops]):
+        mine = ops[stream[ops] == s]
+        prev_end[mine[1:]] = np.maximum.accumulate(end[mine])[:-1]
+    explained = np.maximum(launch[ops] + latency_us, prev_end[ops] + gap_us)
+    unexplained = start[ops] - explained
+    late = ops[unexplained > max(2.0, 2.0 * gap_us)]
+    delay[late] = unexplained[unexplained > max(2.0, 2.0 * gap_us)]
+    by_end = ops[np.argsort(end[ops], kind="stable")]
+    sorted_end = end[by_end]
+    for i in late.tolist():
+        j = np.searchsorted(sorted_end, start[i] + 0.5, side="right") - 1
+        while j >= 0 and sorted_end[j] >= start[i] - window_us:
+            candidate = int(by_end[j])
+            if stream[candidate] != stream[i] and candidate < i:
+                after[i] = candidate
+                delay[i] = 0.0
+                break
+            j -= 1
+    return after, delay
+
+
+def sync_waits(
+    is_op: np.ndarray, is_sync: np.ndarray, stream: np.ndarray, end: np.ndarray,
+    sync_end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (``ptr``, ``idx``) of the op events each sync event waited for."""
+    n = len(is_op)
+    syncs = np.flatnonzero(is_sync)
+    ops = np.flatnonzero(is_op)
+    per_sync: list[list[int]] = [[] for _ in range(len(syncs))]
+    for s in np.unique(stream[ops]):
+        mine = ops[stream[ops] == s]
+        reach = np.maximum.accumulate(end[mine])
+        before = np.searchsorted(mine, syncs)
+        last = np.searchsorted(reach, sync_end[syncs] + SYNC_TOLERANCE_US, side="right") - 1
+        last = np.minimum(last, before - 1)
+        for k in np.flatnonzero(last >= 0).tolist():
+            per_sync[k].append(int(mine[last[k]]))
+    counts = np.zeros(n, dtype=np.int64)
+    counts[syncs] = [len(w) for w in per_sync]
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    idx = np.array([j for w in per_sync for j in w], dtype=np.int64)
+    return ptr, idx
