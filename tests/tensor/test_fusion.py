@@ -4,6 +4,8 @@ saved equal the intermediates' writes and reads counted by hand, and Q/K/V form 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -64,3 +66,38 @@ def test_verify_measures_torch_compile() -> None:
     )
     assert result.eager_us == pytest.approx(1.0) and result.compiled_us == pytest.approx(1.0)
     assert result.speedup == pytest.approx(1.0)
+
+
+@given(
+    ops=st.lists(
+        st.sampled_from(["relu", "neg", "add_self", "mul_x", "exp"]), min_size=1, max_size=6
+    ),
+    rows=st.integers(1, 8),
+)
+@settings(max_examples=25, deadline=None)
+def test_fusion_never_saves_more_than_the_chain_moves(ops, rows) -> None:
+    # invariant: bytes saved <= bytes the group's ops move; a pure chain of n ops saves n - 1
+    # launches and 2·(n - 1) tensor transfers (each intermediate written once, read once)
+    def chain(x):
+        y = x
+        for name in ops:
+            y = {
+                "relu": torch.relu,
+                "neg": torch.neg,
+                "exp": torch.exp,
+                "add_self": lambda t: t + t,
+                "mul_x": lambda t: t * x,
+            }[name](y)
+        return y
+
+    from aiprof.tensor.costmodel import op_cost
+
+    x = torch.randn(rows, 16)
+    calls = _forward_calls(chain, (x,))
+    report = analyze_fusion(calls)
+    moved = sum(op_cost(c).bytes_total for c in calls)
+    assert report.total_bytes_saved <= moved
+    if len(ops) > 1 and "add_self" not in ops:
+        (group,) = report.groups
+        assert group.launches_saved == len(ops) - 1
+        assert group.bytes_saved == 2 * (len(ops) - 1) * x.numel() * 4
