@@ -10,7 +10,10 @@ from aiprof.cli._command import Command
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--save", type=Path, help="write the ceilings here (read by roofline/model --ceilings)"
+        "--save",
+        type=Path,
+        help="write the ceilings to this file, or to DIR/ceilings.json for a "
+        "run record directory (read by roofline/model --ceilings and by 'aiprof roofline RUN')",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds, less exact)")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per value (default 5)")
@@ -32,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
         raise MissingDependencyError("aiprof ceilings needs torch: pip install torch") from error
     measured = measure_ceilings(quick=args.quick, repeats=args.repeats)
     if args.save is not None:
-        save_ceilings(measured.ceilings, args.save)
+        target = args.save / "ceilings.json" if args.save.is_dir() else args.save
+        save_ceilings(measured.ceilings, target)
     if args.json:
         print(dumps(measured))
     else:
