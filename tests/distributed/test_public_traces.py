@@ -108,3 +108,23 @@ def test_sizes_fall_back_to_record_param_comms(public_traces):
     assert got.kind == expected.kind
     assert np.array_equal(got.num_bytes, expected.num_bytes)
     assert np.array_equal(got.group_size, expected.group_size)
+
+
+def test_every_call_with_its_bandwidth(public_traces, capsys):
+    path = public_traces / "nccl_parser_config" / "nccl_data.json.gz"
+    assert main(["distributed", str(path), "--calls", "--json"]) == 0
+    calls = json.loads(capsys.readouterr().out)["calls"]
+    raw = sorted(
+        (e for e in _raw(path) if e["name"].startswith("ncclKernel_")), key=lambda e: e["ts"]
+    )
+    assert len(calls) == len(raw)
+    for call, event in zip(calls, raw, strict=True):
+        args = event["args"]
+        size = max(args["In msg nelems"], args["Out msg nelems"]) * ELEM[args["dtype"]]
+        factor = (
+            2 * (args["Group size"] - 1) / args["Group size"]
+            if call["collective"] == "allreduce"
+            else 1
+        )
+        assert call["num_bytes"] == size and call["dur_us"] == pytest.approx(event["dur"])
+        assert call["busbw_gbps"] == pytest.approx(size / event["dur"] / 1e3 * factor)

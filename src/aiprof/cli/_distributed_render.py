@@ -159,7 +159,20 @@ def render_distributed(report: Any, show_steps: bool = False) -> None:
     _print(table)
     if show_steps:
         _render_steps(report)
+    if report.calls:
+        _render_calls(report.calls)
     _render_findings(report)
+
+
+def _render_calls(calls: list[Any]) -> None:
+    table = _table("collective calls", ("rank", "collective", "start (ms)", "time (µs)", "size",
+                                        "busbw (GB/s)", "algorithm"),
+                   left=("collective", "algorithm"))
+    for c in calls:
+        size = format_bytes(c.num_bytes) if c.num_bytes >= 0 else "?"
+        table.add_row(str(c.rank), c.collective, _ms(c.ts_us), f"{c.dur_us:,.1f}", size,
+                      f"{c.busbw_gbps:.2f}", c.algorithm)
+    _print(table)
 
 
 def _render_findings(report: Any) -> None:

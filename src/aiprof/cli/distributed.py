@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compute per step above the others' median by this %% is an outlier",
     )
     parser.add_argument("--steps", action="store_true", help="also print every step of every rank")
+    parser.add_argument("--calls", action="store_true", help="also list every collective call")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -35,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     traces = load_traces(args.traces, step_annotation=args.step_annotation)
     options = DistributedOptions(
-        straggler_wait_pct=args.straggler_wait_pct, compute_tolerance_pct=args.compute_tolerance_pct
+        straggler_wait_pct=args.straggler_wait_pct,
+        compute_tolerance_pct=args.compute_tolerance_pct,
+        include_calls=args.calls,
     )
     report = analyze_distributed(traces, options)
     if args.json:

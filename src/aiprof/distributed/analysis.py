@@ -28,6 +28,23 @@ class DistributedOptions:
     """How many times more wait a straggler causes than any other rank."""
     compute_tolerance_pct: float = 10.0
     """...or when its compute per step exceeds the other ranks' median by more than this %."""
+    include_calls: bool = False
+    """Also list every collective call (rank, start, duration, size, busbw)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveCall:
+    """One collective call on one rank."""
+
+    rank: int
+    collective: str
+    ts_us: float
+    dur_us: float
+    num_bytes: float
+    """nccl-tests' S; -1 when the trace does not say."""
+    busbw_gbps: float
+    """S / duration × the busbw factor (NaN without a size); includes any waiting."""
+    algorithm: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +114,8 @@ class DistributedReport:
     compute_imbalance_pct: float
     """λ = (max/mean − 1)·100 of compute per step across ranks."""
     notes: list[str] = field(default_factory=list)
+    calls: list[CollectiveCall] = field(default_factory=list)
+    """Every collective call, when asked for (``include_calls``)."""
 
 
 def summarize_collectives(rank: int, calls: CollectiveCalls) -> list[CollectiveSummary]:
@@ -219,7 +238,37 @@ def analyze_distributed(
         stragglers=find_stragglers(reports, options) if len(reports) > 1 else [],
         compute_imbalance_pct=imbalance_pct([r.compute_us_per_step for r in reports]),
         notes=notes,
+        calls=[
+            row for t, c in zip(ranks_traces, calls, strict=True) for row in list_calls(t.rank, c)
+        ]
+        if options.include_calls
+        else [],
     )
+
+
+def list_calls(rank: int, calls: CollectiveCalls) -> list[CollectiveCall]:
+    """One row per call, with its achieved bus bandwidth."""
+    rows = []
+    for i, kind in enumerate(calls.kind):
+        size, dur, group = (
+            float(calls.num_bytes[i]),
+            float(calls.dur_us[i]),
+            int(calls.group_size[i]),
+        )
+        known = size >= 0 and dur > 0 and group >= 1 and kind != "other"
+        busbw = size / dur / 1000.0 * busbw_factor(kind, group) if known else float("nan")
+        rows.append(
+            CollectiveCall(
+                rank=rank,
+                collective=kind,
+                ts_us=float(calls.ts_us[i]),
+                dur_us=dur,
+                num_bytes=size,
+                busbw_gbps=busbw,
+                algorithm=calls.algorithm[i],
+            )
+        )
+    return rows
 
 
 def _notes(traces: list[Any], calls: list[CollectiveCalls], matched: int) -> list[str]:
