@@ -1,10 +1,11 @@
 """Stragglers and load imbalance across ranks.
 
 A collective ends on every rank at about the same moment, when the last rank has arrived; the
-time a rank spends in it beyond the shortest rank's time is waiting for that last rank. For the
-i-th call of each collective kind (matched across ranks by order), wait(r, i) = dur(r, i) −
-min over ranks of dur(·, i), and the rank with the shortest duration is the late arriver the
-others waited for. This needs no clock alignment between ranks.
+time a rank spends in it beyond the shortest rank's time is waiting for that last rank. For a
+call paired across ranks (``matched_rows``: by end time), wait(r, i) = dur(r, i) − min over
+ranks of dur(·, i), and the rank with the shortest duration is the late arriver the others
+waited for. The wait itself needs no clock alignment; the pairing needs clocks roughly on a
+common zero (closer than the gap between calls).
 Load imbalance is λ = (max/mean − 1)·100% of per-rank compute per step (Pearce et al.,
 "Quantifying the effectiveness of load balance algorithms", ICS 2012).
 """
