@@ -46,7 +46,7 @@ def diagnose(
     options = options or DiagnoseOptions()
     traces = _as_trace_set(target)
     per_rank = [diagnose_trace(t, options) for t in traces]
-    findings = _merge_ranks([f for found, _ in per_rank for f in found], len(traces))
+    findings = _merge_ranks([(ctx.trace.rank, f) for found, ctx in per_rank for f in found])
     notes = []
     if len(traces) > 1:
         try:
@@ -95,14 +95,14 @@ def verdict(
             f"{options.worth_fixing_pct:g}%).")
 
 
-def _merge_ranks(findings: list[Finding], num_ranks: int) -> list[Finding]:
+def _merge_ranks(findings: list[tuple[int, Finding]]) -> list[Finding]:
     """One finding per category: the rank where it costs most, with the ranks affected."""
-    if num_ranks <= 1:
-        return findings
+    if len({rank for rank, _ in findings}) <= 1:
+        return [f for _, f in findings]
     best: dict[str, Finding] = {}
     ranks: dict[str, list[int]] = {}
-    for f in findings:
-        rank = int(f.evidence.get("rank", -1))
+    for rank, f in findings:
+        f = replace(f, evidence={**f.evidence, "rank": rank})
         ranks.setdefault(f.category, []).append(rank)
         if f.category not in best or f.estimated_gain_pct > best[f.category].estimated_gain_pct:
             best[f.category] = f

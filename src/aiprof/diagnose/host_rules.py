@@ -143,7 +143,7 @@ def h2d_transfer_rule(ctx: Context) -> Finding | None:
     steps = max(len(ctx.trace.steps), 1)
     return Finding(
         category="h2d_transfer",
-        title=f"{len(rows) / steps:.0f} synchronous host-to-device copies per step "
+        title=f"{len(rows) / steps:.0f} blocking host-to-device copies per step "
               f"({nbytes / steps / 1e6:.1f} MB at {nbytes / max(total, 1e-9) / 1e3:.1f} GB/s)",
         estimated_gain_pct=gain,
         evidence={
