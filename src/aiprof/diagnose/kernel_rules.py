@@ -24,6 +24,17 @@ def _peak(ctx: Context, dtype: str) -> float | None:
         return None
 
 
+_TF32_FIX = (
+    "Use tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
+    "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), "
+    "or run the model under torch.autocast(\"cuda\", dtype=torch.bfloat16)."
+)
+_FP16_FIX = (
+    "This GPU has no TF32/BF16 tensor cores: run the model under torch.autocast(\"cuda\", "
+    "dtype=torch.float16) with torch.amp.GradScaler(\"cuda\") for training."
+)
+
+
 def tensor_cores_rule(ctx: Context) -> Finding | None:
     """FP32 GEMMs/convs on CUDA cores: replayed at the tensor-core (TF32, else FP16) rate."""
     tc = ctx.tensor_cores
@@ -47,11 +58,7 @@ def tensor_cores_rule(ctx: Context) -> Finding | None:
             f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
             "top_kernels": ctx.top_kernels(tc.fp32_rows),
         },
-        fix=(
-            "Use tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
-            "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision("
-            "\"high\")), or run the model under torch.autocast(\"cuda\", dtype=torch.bfloat16)."
-        ),
+        fix=_TF32_FIX if target == "tf32" else _FP16_FIX,
         model=f"replay with these kernels' durations scaled by peak fp32 / peak {target}",
     )
 
