@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 from tests.tensor import nets  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from aiprof.tensor.costmodel import op_cost  # noqa: E402
 from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
+from aiprof.tensor.opcall import OpCall, TensorMeta  # noqa: E402
 
 # CPU attention ops that FlopCounterMode has no formula for (it counts them as 0); aiprof
 # counts them with the same formula as the CUDA attention ops.
@@ -88,3 +92,41 @@ def test_grouped_conv_backward_follows_flop_counter_convention() -> None:
     forward = 2 * 2 * 32 * 1 * 9 * 16 * 16  # 2·N·C_out·(C_in/groups)·k²·out spatial
     assert ours["convolution"] == forward
     assert ours["convolution_backward"] == forward * (1 + 32)
+
+
+@given(
+    cin_per_group=st.integers(1, 3),
+    cout_per_group=st.integers(1, 3),
+    groups=st.integers(1, 3),
+    kernel=st.integers(1, 3),
+    stride=st.integers(1, 3),
+    padding=st.integers(0, 2),
+    dilation=st.integers(1, 2),
+    size=st.integers(5, 9),
+    transposed=st.booleans(),
+)
+@settings(max_examples=30, deadline=None)
+def test_random_convolutions_match_flop_counter(
+    cin_per_group, cout_per_group, groups, kernel, stride, padding, dilation, size, transposed
+) -> None:
+    cin, cout = cin_per_group * groups, cout_per_group * groups
+    if transposed:
+        conv = torch.nn.ConvTranspose2d(
+            cin, cout, kernel, stride, padding, groups=groups, dilation=dilation
+        )
+    else:
+        conv = torch.nn.Conv2d(cin, cout, kernel, stride, padding, dilation, groups)
+    x = torch.randn(2, cin, size, size, requires_grad=True)
+    try:
+        conv(x)
+    except RuntimeError:  # the configuration has no valid output size
+        return
+    ours, theirs = _compare(conv, (x,), backward=True)
+    _assert_equal(ours, theirs)
+    # the same convolution as a trace records it: no output shape, it is derived from the args
+    meta = lambda t: TensorMeta(tuple(t.shape), "float32")  # noqa: E731
+    pair = (stride, stride), (padding, padding), (dilation, dilation)
+    call = OpCall(
+        "aten::convolution", (meta(x), meta(conv.weight), None, *pair, transposed, (0, 0), groups)
+    )
+    assert op_cost(call).flops == theirs["convolution"]
