@@ -12,6 +12,7 @@ from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.errors import AiprofError
 from aiprof.trace import Trace, TraceSet
 
+UNKNOWN_GPU = "unknown GPU (no deviceProperties)"
 Rule = Callable[[Context], Finding | None]
 RULES: tuple[Rule, ...] = (
     host_rules.dataloader_rule,
@@ -62,7 +63,7 @@ def diagnose(
         verdict=verdict(ranked, options, has_gpu, slowest.step_us),
         step_us=slowest.step_us,
         replay_step_us=slowest.base_us / max(len(slowest.trace.steps), 1) if has_gpu else 0.0,
-        device=device.name if device else None,
+        device=device.name if device else (UNKNOWN_GPU if has_gpu else None),
         num_ranks=len(traces),
         notes=notes,
     )

@@ -59,7 +59,7 @@ def cpu_bound_rule(ctx: Context) -> Finding | None:
     return Finding(
         category="cpu_bound",
         title=(
-            f"The GPU idles {round(busiest.idle_pct)}% of the step waiting for kernel launches "
+            f"The GPU waits for kernel launches {bound:.0f}% of the step "
             f"({round(launch.launches_per_step)} launches per step, median kernel "
             f"{launch.median_kernel_us:.1f} µs)"
         ),
