@@ -1,1 +1,33 @@
+"""Inference performance (chapter 33.3): dynamic batcher, simulator, tuning, padding analysis.
 
+These names import without torch; model-running parts (``bench``, ``stages``, ``coldstart``,
+``cudagraph``, ``quantize``) import it inside their functions.
+"""
+
+from aiprof.inference.batcher import DynamicBatcher, QueueFullError, RequestRejectedError
+from aiprof.inference.clock import FakeClock, LoopClock
+from aiprof.inference.latency_curve import LatencyCurve
+from aiprof.inference.metrics import BatchingMetrics
+from aiprof.inference.padding import PaddingOptions, PaddingReport, analyze_padding
+from aiprof.inference.policy import BatchPolicy, QueuePolicy
+from aiprof.inference.simulator import SimulationOptions, simulate
+from aiprof.inference.tune import TuneOptions, tune_policy
+
+__all__ = [
+    "BatchPolicy",
+    "BatchingMetrics",
+    "DynamicBatcher",
+    "FakeClock",
+    "LatencyCurve",
+    "LoopClock",
+    "PaddingOptions",
+    "PaddingReport",
+    "QueueFullError",
+    "QueuePolicy",
+    "RequestRejectedError",
+    "SimulationOptions",
+    "TuneOptions",
+    "analyze_padding",
+    "simulate",
+    "tune_policy",
+]

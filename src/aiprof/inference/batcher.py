@@ -15,6 +15,7 @@ run in a worker thread so that requests keep arriving while it computes. Batch d
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import itertools
 from collections.abc import Callable
@@ -136,7 +137,7 @@ class DynamicBatcher:
             self.recorder.reject("queue_full")
             future.set_exception(QueueFullError("queue_full", "the queue is full; retry later"))
             return future
-        future.add_done_callback(lambda f, r=request: self._on_done(f, r))
+        future.add_done_callback(functools.partial(self._on_done, request=request))
         self._wake()
         return future
 
@@ -149,7 +150,7 @@ class DynamicBatcher:
         duration = self._clock.now_us() - self._start_us
         return self.recorder.summary(duration, self._num_instances)
 
-    def _on_done(self, future: asyncio.Future[Any], request: Request) -> None:
+    def _on_done(self, future: asyncio.Future[Any], *, request: Request) -> None:
         if future.cancelled() and self._queue.remove(request):
             self.recorder.reject("cancelled")
 

@@ -7,6 +7,7 @@ MODULE is an importable module or a path to a ``.py`` file. torch is imported in
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 from collections.abc import Callable, Sequence
@@ -112,7 +113,7 @@ def measure_curve(
         for batch in sorted(set(batch_sizes)):
             inputs = make_input(batch).to(device)
             samples = time_calls(
-                lambda x=inputs: model(x), device=device, warmup=warmup, iters=iters
+                functools.partial(model, inputs), device=device, warmup=warmup, iters=iters
             )
             timings.append(Timing.of(samples))
     return MeasuredCurve(
