@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
-from tests.tensor import nets  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from aiprof.tensor.costmodel import op_cost  # noqa: E402
 from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
 from aiprof.tensor.opcall import OpCall, TensorMeta  # noqa: E402
+
+from . import nets  # noqa: E402
 
 # CPU attention ops that FlopCounterMode has no formula for (it counts them as 0); aiprof
 # counts them with the same formula as the CUDA attention ops.

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from tests.tensor import nets  # noqa: E402
-
 from aiprof.tensor.ceilings_model import ceilings_for_gpu  # noqa: E402
 from aiprof.tensor.fusion import analyze_fusion  # noqa: E402
 from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
+
+from . import nets  # noqa: E402
 
 
 def _forward_calls(model, inputs):

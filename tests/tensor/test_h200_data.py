@@ -6,9 +6,11 @@ Skipped until the data is committed."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from tests.conftest import DATA
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 TENSOR = DATA / "tensor"
 pytestmark = pytest.mark.skipif(

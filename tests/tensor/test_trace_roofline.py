@@ -4,14 +4,16 @@ and bytes agree with independent numpy sums and hand formulas; the CLI renders a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import DATA
 
 from aiprof.cli.main import main
 from aiprof.tensor.ceilings_model import ceilings_for_gpu
 from aiprof.tensor.trace_roofline import trace_roofline
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture(scope="module")
