@@ -93,3 +93,17 @@ def test_report_cli_errors(tmp_path: Path) -> None:
     b.kernel("k", 1.0, 10.0, 5.0)
     trace = b.write(tmp_path / "t.json.gz")
     assert main(["report", str(trace), "-o", str(tmp_path / "no" / "dir" / "r.html")]) == 2
+
+
+def test_demo_hook_prints_and_writes(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from aiprof.diagnose.demo import render_demo_diagnosis
+    from aiprof.trace import load_trace
+
+    out = io.StringIO()
+    trace = load_trace(DATA / "h200_gpt2_bf16.trace.json.gz")
+    path = render_demo_diagnosis(Console(file=out, width=120), trace, tmp_path / "demo.html")
+    assert "verdict:" in out.getvalue() and path.read_text().startswith("<!DOCTYPE html>")
