@@ -249,7 +249,7 @@ def part_gpt2() -> None:
 
 
 def part_fusion() -> None:
-    if time.time() - START > 55 and not SMOKE:
+    if time.time() - START > 70 and not SMOKE:
         say("fusion: skipped (time budget)")
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
