@@ -122,6 +122,7 @@ def test_batching_bench_measures_and_serves(tmp_path, capsys):
     assert doc["open_loop"]["real"]["num_completed"] == 60
     assert doc["closed_loop"]["real"]["num_completed"] == 60
     assert doc["closed_loop"]["real"]["batch_size_histogram"]
+    assert doc["closed_loop"]["simulated"]["num_completed"] == 60
     assert curve_csv.read_text().startswith("batch_size,latency_ms")
 
 

@@ -134,3 +134,17 @@ def test_arrival_processes_have_the_asked_rate():
 def test_bad_arrival_parameters(bad):
     with pytest.raises(InputError):
         poisson_arrivals(**{"rate_rps": 10.0, "num_requests": 5, **bad})
+
+
+@pytest.mark.parametrize(("clients", "max_batch"), [(1, 32), (4, 32), (64, 32), (10, 4)])
+def test_closed_loop_obeys_littles_law_and_full_batches(clients, max_batch):
+    from aiprof.inference.simulator import simulate_closed_loop
+
+    curve = LatencyCurve.linear(2000.0, 250.0, 64)
+    m = simulate_closed_loop(clients, 4000, curve, BatchPolicy(max_batch_size=max_batch))
+    # Little's law: clients = throughput × latency (every client always has one request out)
+    assert m.throughput_rps * m.latency_mean_us / 1e6 == pytest.approx(clients, rel=0.01)
+    if clients % max_batch == 0 or clients < max_batch:
+        batch = min(clients, max_batch)  # every batch full: rate = batch / T(batch) per instance
+        assert m.throughput_rps == pytest.approx(batch / curve(batch) * 1e6, rel=0.01)
+    assert m.num_completed == 4000

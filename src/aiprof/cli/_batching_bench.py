@@ -64,7 +64,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.bench import batch_function, load_model, measure_curve
     from aiprof.inference.policy import BatchPolicy
-    from aiprof.inference.simulator import SimulationOptions, simulate
+    from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
     from aiprof.report.jsonout import dumps
 
     model, make_input = load_model(args.model, args.input_shape)
@@ -85,9 +85,13 @@ def run_bench(args: argparse.Namespace) -> int:
                             "real": measure_real(model_fn, policy, arrivals, lambda _: sample),
                             "simulated": predicted}
     if args.concurrency:
-        out["closed_loop"] = {"concurrency": args.concurrency,
+        overhead = calibrate_overhead_us(model_fn, measured.curve(), 100, lambda _: sample)
+        predicted = simulate_closed_loop(args.concurrency, args.requests, measured.curve(), policy,
+                                         SimulationOptions(overhead_us=overhead))
+        out["closed_loop"] = {"concurrency": args.concurrency, "overhead_us": overhead,
                               "real": _closed(model_fn, policy, args.concurrency, args.requests,
-                                              sample)}
+                                              sample),
+                              "simulated": predicted}
     if args.json:
         print(dumps(out))
     else:
@@ -116,5 +120,7 @@ def _render(out: dict[str, Any]) -> None:
         render_metrics(out["open_loop"]["simulated"],
                        f"Simulator, same arrivals and curve, {overhead:.0f} us overhead per batch")
     if "closed_loop" in out:
-        render_metrics(out["closed_loop"]["real"],
-                       f"Real batcher, concurrency {out['closed_loop']['concurrency']}")
+        closed = out["closed_loop"]
+        render_metrics(closed["real"], f"Real batcher, concurrency {closed['concurrency']}")
+        render_metrics(closed["simulated"], "Simulator, same concurrency and curve, "
+                                            f"{closed['overhead_us']:.0f} us overhead per batch")

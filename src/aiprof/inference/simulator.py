@@ -93,24 +93,75 @@ class _State:
         self.last_done_us = -INF
         self._batches = 0
 
-    def complete_until(self, now: float) -> None:
+    def complete_until(self, now: float) -> int:
+        """Finish every batch done by ``now``; the number of requests answered."""
+        answered = 0
         while self.done_heap and self.done_heap[0][0] <= now:
             done, _, dispatch, free_us, batch = heapq.heappop(self.done_heap)
             for request in batch:
                 self.recorder.request(request.enqueue_us, free_us, dispatch, done)
             self.free.append(done)
             self.last_done_us = max(self.last_done_us, done)
+            answered += len(batch)
+        return answered
 
-    def dispatch(self, now: float) -> None:
-        for _request, reason in self.queue.expire(now):
+    def dispatch(self, now: float) -> int:
+        """Expire and start batches; the number of requests answered by rejection."""
+        expired = self.queue.expire(now)
+        for _request, reason in expired:
             self.recorder.reject(reason)
         while self.free and len(self.queue):
             batch = self.queue.take_batch(now)
             if batch is None:
-                return
+                return len(expired)
             self.free.sort()
             free_us = self.free.pop(0)
             service = self.curve(len(batch)) + self.overhead_us
             self.recorder.batch(len(batch), service)
             self._batches += 1
             heapq.heappush(self.done_heap, (now + service, self._batches, now, free_us, batch))
+        return len(expired)
+
+
+def simulate_closed_loop(
+    concurrency: int,
+    num_requests: int,
+    curve: LatencyCurve,
+    policy: BatchPolicy,
+    options: SimulationOptions | None = None,
+) -> BatchingMetrics:
+    """Closed-loop load (perf_analyzer's concurrency mode, reference A2): ``concurrency`` clients
+    each send a new request the moment their previous one is answered, until ``num_requests``."""
+    if concurrency < 1 or num_requests < 1:
+        raise InputError("concurrency and number of requests must be at least 1")
+    opts = options or SimulationOptions()
+    state = _State(policy, opts, curve)
+    sent = 0
+    now = 0.0
+
+    def send(count: int) -> None:
+        nonlocal sent
+        for _ in range(min(count, num_requests - sent)):
+            if state.queue.push(Request(sent, policy.default_priority, now)) is not None:
+                state.recorder.reject("queue_full")  # answered at once: the client goes on
+                pending.append(now)
+            sent += 1
+
+    pending: list[float] = []
+    send(concurrency)
+    while True:
+        while pending and sent < num_requests:
+            pending.pop()
+            send(1)
+        next_done = state.done_heap[0][0] if state.done_heap else INF
+        wake = state.queue.next_wake_us() if state.free and len(state.queue) else INF
+        if wake <= now:
+            wake = math.nextafter(now, INF)
+        now = min(next_done, wake)
+        if now == INF:
+            break
+        answered = state.complete_until(now) + state.dispatch(now)
+        send(answered)
+        state.dispatch(now)
+    return state.recorder.summary(max(state.last_done_us, 0.0), opts.num_instances)
+
