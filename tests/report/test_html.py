@@ -74,6 +74,7 @@ def test_real_report_opens_without_console_errors(tmp_path: Path) -> None:
     run = open_page(out)
     assert 'data-ready="1"' in run.dom and run.console_errors == []
     assert "NVIDIA H200" in run.dom and "<rect" in run.dom
+    assert "<h2>Roofline</h2><div><svg" in run.dom  # the trace has shapes and a known GPU
 
 
 def test_repr_html_for_jupyter(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from aiprof.analysis.summary import RankSummary, summarize_trace
 from aiprof.diagnose.context import Context, DiagnoseOptions
 from aiprof.diagnose.engine import diagnose, diagnose_trace
 from aiprof.diagnose.finding import Diagnosis
+from aiprof.errors import AiprofError
+from aiprof.tensor.trace_roofline import TraceRoofline, trace_roofline
 from aiprof.trace import Trace, TraceSet
 
 MAX_TIMELINE_OPS = 5000
@@ -39,6 +41,8 @@ class RankView:
     step_number: int
     step_us: float
     timeline: list[TimelineOp]
+    roofline: TraceRoofline | None
+    """Ops with recorded shapes on the device's roofline (None: no shapes or unknown GPU)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,20 @@ def _rank_view(trace: Trace, ctx: Context) -> RankView:
         step_number=number,
         step_us=end - start,
         timeline=_timeline(trace, start, end),
+        roofline=_roofline(trace),
     )
+
+
+def _roofline(trace: Trace) -> TraceRoofline | None:
+    """The tensor issue's trace roofline, when the trace allows one."""
+    if not trace.has_gpu or trace.device is None:
+        return None
+    try:
+        result = trace_roofline(trace)
+    except AiprofError:
+        return None
+    placed = [r for r in result.rows if r.point.intensity_flop_per_byte]
+    return result if placed else None
 
 
 def _timeline(trace: Trace, start: float, end: float) -> list[TimelineOp]:

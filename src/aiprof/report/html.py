@@ -16,6 +16,7 @@ from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.report_data import RankView, ReportData
 from aiprof.report.html_assets import CSS, JS
 from aiprof.report.jsonout import dumps
+from aiprof.report.roofline_svg import roofline_svg
 
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
 
@@ -38,6 +39,7 @@ def render_report(data: ReportData) -> str:
         "<h2>Top CPU ops</h2>",
         _name_table(rank.summary.top_ops, "% of step"),
         _occupancy(rank),
+        _roofline(rank),
     ]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -163,3 +165,23 @@ def _occupancy(rank: RankView) -> str:
         f"{occ.time_weighted_occupancy_pct:.1f}%; {occ.small_grid_us / 1000:.2f} ms in kernels "
         "with fewer blocks than SMs.</p>" + _table(["limiter", "kernel ms"], rows)
     )
+
+
+def _roofline(rank: RankView) -> str:
+    roof = rank.roofline
+    if roof is None:
+        return ("<h2>Roofline</h2><p>No roofline: the trace has no shapes (record_shapes) or "
+                "no known GPU.</p>")
+    svg = roofline_svg([r.point for r in roof.rows], roof.ceilings,
+                       title=f"ops on the {roof.device} roofline")
+    rows = "".join(
+        f"<tr><td class=name>{escape(r.op)}</td><td class=name>{escape(r.shapes)}</td>"
+        f"<td>{escape(r.dtypes)}</td><td class=num>{r.num_calls}</td>"
+        f"<td class=num>{(r.point.measured_us or 0.0) / 1000:.3f}</td>"
+        f"<td class=num>{(r.point.time_lost_us or 0.0) / 1000:.3f}</td>"
+        f"<td>{escape(r.point.bound)}</td></tr>"
+        for r in roof.rows[:15]
+    )
+    table = _table(["op", "shapes", "dtypes", "calls", "device ms", "ms lost to the roof",
+                    "bound"], rows)
+    return f"<h2>Roofline</h2><div>{svg}</div>{table}"
