@@ -2,7 +2,8 @@
 
 For torchvision ResNet-50 and transformers BERT-base (both built from their config, no download):
 latency curve per batch size, image-pipeline stage breakdown (ResNet-50), cold start in a fresh
-process, CUDA-graph gain, and the real dynamic batcher against the simulator at two loads.
+process, CUDA-graph gain, per-layer INT8 sensitivity, INT8 against BF16 GEMM speed, and the real
+dynamic batcher against the simulator at two loads.
 Results go to $OUT/inference/ as CSV and JSON. Every part catches its own errors.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/inference_gpu.py
@@ -29,8 +30,10 @@ from aiprof.inference.bench import batch_function, measure_curve
 from aiprof.inference.coldstart import measure_coldstart
 from aiprof.inference.cudagraph import measure_cuda_graph
 from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.quantize import analyze_quantization, measure_int8_speed
 from aiprof.inference.simulator import SimulationOptions, simulate
 from aiprof.inference.stages import run_stages
+from aiprof.inference.timing import Timing, time_calls
 from aiprof.report.jsonout import dumps
 
 BERT_SEQ = 128
@@ -158,6 +161,35 @@ def serving(curves: dict[str, Any], device: str, smoke: bool) -> list[dict[str, 
     return rows
 
 
+def quantization(models: dict[str, Any], device: str) -> dict[str, Any]:
+    """Per-layer INT8 sensitivity on the GPU (batch 8), and dynamic-INT8 CPU speed of BERT."""
+    out: dict[str, Any] = {}
+    for name, (factory, make_input) in models.items():
+        torch.manual_seed(0)
+        model = factory().to(device)
+        report = analyze_quantization(model, make_input(8).to(device))
+        out[name] = {"all_layers_model_sqnr_db": report.all_layers_model_sqnr_db,
+                     "keep_high_precision": report.keep_high_precision,
+                     "worst_layers": report.layers[:5], "num_layers": len(report.layers)}
+    factory, make_input = models["bert-base"]
+    out["bert-base"]["cpu_int8_speed"] = measure_int8_speed(factory(), make_input(1), iters=10)
+    return out
+
+
+def int8_gemm_speed(device: str) -> dict[str, Any]:
+    """INT8 (torch._int_mm) against BF16 matmul on BERT-base's FFN shape, tokens = 8 x 128."""
+    m, k, n = 1024, 768, 3072
+    a8 = torch.randint(-128, 127, (m, k), dtype=torch.int8, device=device)
+    b8 = torch.randint(-128, 127, (k, n), dtype=torch.int8, device=device)
+    a16, b16 = a8.to(torch.bfloat16), b8.to(torch.bfloat16)
+    int8 = Timing.of(time_calls(lambda: torch._int_mm(a8, b8), device=device, iters=50))
+    bf16 = Timing.of(time_calls(lambda: a16 @ b16, device=device, iters=50))
+    flops = 2 * m * k * n
+    return {"shape_mkn": [m, k, n], "int8": int8, "bf16": bf16,
+            "int8_tops": flops / int8.p50_us / 1e6, "bf16_tflops": flops / bf16.p50_us / 1e6,
+            "int8_speedup": bf16.p50_us / int8.p50_us}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="aiprof inference measurements on a GPU")
     parser.add_argument("--smoke", action="store_true", help="tiny models (any device)")
@@ -195,6 +227,11 @@ def main() -> None:
                                           measure_cuda_graph(f(), m(b), device=device))
             for name, (factory, make_input) in models.items() for batch in (1, 8)
         }
+    if time.perf_counter() - started < BUDGET_S - 25:
+        results["quantization"] = part("quantization", status,
+                                       lambda: quantization(models, device))
+    if device.startswith("cuda"):
+        results["int8_gemm"] = part("int8 gemm", status, lambda: int8_gemm_speed(device))
     if "resnet50" in curves and time.perf_counter() - started < BUDGET_S - 15:
         results["serving"] = part("serving", status, lambda: serving(curves, device, args.smoke))
     results["status"] = status

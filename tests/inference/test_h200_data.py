@@ -77,3 +77,21 @@ def test_serving_answers_every_request(results):
         real = row["real"]
         assert real["num_completed"] + real["num_failed"] + sum(real["rejected"].values()) > 0
         assert real["num_failed"] == 0
+
+
+def test_quantization_lists_worst_layers_first(results):
+    for name, report in (results.get("quantization") or {}).items():
+        worst = [layer["model_sqnr_db"] for layer in report["worst_layers"]]
+        assert worst == sorted(worst), name
+        assert report["num_layers"] >= len(report["worst_layers"])
+        for layer in report["worst_layers"]:
+            assert 0 <= layer["saturation_pct"] <= 100
+
+
+def test_int8_gemm_speedup_is_the_ratio_of_times(results):
+    gemm = results.get("int8_gemm")
+    if not gemm:
+        pytest.skip("recorded without a GPU")
+    assert gemm["int8_speedup"] == pytest.approx(gemm["bf16"]["p50_us"] / gemm["int8"]["p50_us"])
+    m, k, n = gemm["shape_mkn"]
+    assert gemm["int8_tops"] == pytest.approx(2 * m * k * n / gemm["int8"]["p50_us"] / 1e6)
