@@ -9,6 +9,7 @@ from aiprof.analysis.summary import summary
 from aiprof.capture import profile, step
 from aiprof.errors import AiprofError, InputError, TraceFormatError, UnsupportedDeviceError
 from aiprof.runrecord import RunRecord, load_run
+from aiprof.tensor.model_analysis import analyze_model
 from aiprof.trace import Trace, TraceSet, load_trace, load_traces
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "TraceFormatError",
     "TraceSet",
     "UnsupportedDeviceError",
+    "analyze_model",
     "load_run",
     "load_trace",
     "load_traces",
