@@ -133,3 +133,18 @@ def test_batching_bench_failing_factory_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "checkpoint not found" in err
     assert main(["batching", "bench", "--model", "no_such_module_xyz:f"]) == 2
+
+
+def test_batching_simulate_priorities_split_the_tail(capsys):
+    argv = ["batching", "simulate", "--linear-ms", "2,0.25", "--rate", "1900", "--max-batch",
+            "8", "--max-delay-ms", "2", "--high-share", "0.2", "--high-delay-ms", "0.5",
+            "--requests", "8000", "--json"]
+    by_level = _json(capsys, argv)["metrics"]["latency_p99_by_level_us"]
+    # near capacity (8 / 4 ms = 2000 req/s) level 1 overtakes the queue: a far shorter tail
+    assert by_level["1"] < 0.5 * by_level["2"]
+    aged = _json(capsys, [*argv[:-1], "--aging-ms", "1", "--json"])
+    levels = aged["metrics"]["latency_p99_by_level_us"]
+    # aging promotes every request that waited 1 ms: the two tails become alike
+    assert levels["1"] == pytest.approx(levels["2"], rel=0.25)
+    assert main(["batching", "simulate", "--linear-ms", "1,1", "--rate", "5",
+                 "--high-share", "2"]) == 2

@@ -49,6 +49,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     simulate.add_argument("--preferred", type=_ints, default=(), help="e.g. 4,8")
     simulate.add_argument("--max-queue-size", type=int, default=0)
     simulate.add_argument("--timeout-ms", type=float, default=0.0, help="queue timeout (reject)")
+    simulate.add_argument("--high-share", type=float, default=0.0,
+                          help="share of requests at priority 1 (the rest at 2), e.g. 0.2")
+    simulate.add_argument("--high-delay-ms", type=float, default=None,
+                          help="maximum batching delay of priority 1 (default: --max-delay-ms)")
+    simulate.add_argument("--aging-ms", type=float, default=0.0,
+                          help="promote a waiting request one level per this many ms")
     tune = verbs.add_parser("tune", help="find the policy with the most throughput under a P99 SLO")
     _add_load(tune)
     tune.add_argument("--p99-ms", type=float, required=True, help="P99 latency SLO")
@@ -96,20 +102,37 @@ def _arrivals(args: argparse.Namespace) -> Any:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from aiprof.errors import InputError
     from aiprof.inference.policy import BatchPolicy, QueuePolicy
     from aiprof.inference.simulator import SimulationOptions, simulate
     from aiprof.report.jsonout import dumps
 
+    if not 0 <= args.high_share <= 1:
+        raise InputError(f"--high-share {args.high_share} must be between 0 and 1")
+    queue = QueuePolicy(timeout_us=args.timeout_ms * 1000)
+    high_delay = None if args.high_delay_ms is None else args.high_delay_ms * 1000
+    high = QueuePolicy(timeout_us=queue.timeout_us, max_delay_us=high_delay)
+    two_levels = args.high_share > 0
     policy = BatchPolicy(
         max_batch_size=args.max_batch,
         max_queue_delay_us=args.max_delay_ms * 1000,
         preferred_batch_sizes=args.preferred,
         max_queue_size=args.max_queue_size,
-        default_queue=QueuePolicy(timeout_us=args.timeout_ms * 1000),
+        default_queue=queue,
+        priority_levels=2 if two_levels else 1,
+        default_priority=2 if two_levels else 1,
+        aging_us=args.aging_ms * 1000,
+        queue_policies=((1, high),) if two_levels else (),
     )
-    metrics = simulate(
-        _arrivals(args), load_curve(args), policy, SimulationOptions(num_instances=args.instances)
-    )
+    arrivals = _arrivals(args)
+    levels = None
+    if two_levels:
+        draws = np.random.default_rng(args.seed + 1).random(arrivals.size)
+        levels = np.where(draws < args.high_share, 1, 2).tolist()
+    options = SimulationOptions(num_instances=args.instances)
+    metrics = simulate(arrivals, load_curve(args), policy, options, priorities=levels)
     if args.json:
         print(dumps({"schema": "aiprof.batching.simulate/1", "policy": policy, "metrics": metrics}))
     else:
@@ -181,6 +204,11 @@ def render_metrics(metrics: Any, title: str) -> None:
         ("mean batch size", f"{metrics.mean_batch_size:.2f}"),
         ("busy %", f"{metrics.busy_pct:.1f}"),
     ]
+    if len(metrics.latency_p99_by_level_us) > 1:
+        rows += [
+            (f"P99 of priority {level} (ms)", f"{p99 / ms:.2f}")
+            for level, p99 in metrics.latency_p99_by_level_us.items()
+        ]
     for name, value in rows:
         table.add_row(name, value)
     Console().print(table)

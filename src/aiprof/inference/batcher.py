@@ -208,7 +208,8 @@ class DynamicBatcher:
             done = self._clock.now_us()
             self.recorder.batch(len(batch), done - dispatch_us)
             for request, result in zip(batch, results, strict=True):
-                self.recorder.request(request.enqueue_us, free_us, dispatch_us, done)
+                self.recorder.request(request.enqueue_us, free_us, dispatch_us, done,
+                                      request.level)
                 if not request.handle.done():
                     request.handle.set_result(result)
         self._free_since.append(done)

@@ -38,6 +38,8 @@ class BatchingMetrics:
     """Number of batches of each size (keys are sizes as decimal strings, for JSON)."""
     busy_pct: float
     """Share of ``duration_us`` (times instances) during which a model instance was computing."""
+    latency_p99_by_level_us: dict[str, float]
+    """P99 latency of the completed requests of each priority level (keys: levels as strings)."""
 
 
 class MetricsRecorder:
@@ -45,6 +47,7 @@ class MetricsRecorder:
 
     def __init__(self, max_samples: int = 1_000_000) -> None:
         self._latency: deque[float] = deque(maxlen=max_samples)
+        self._level: deque[int] = deque(maxlen=max_samples)
         self._queue: deque[float] = deque(maxlen=max_samples)
         self._forming: deque[float] = deque(maxlen=max_samples)
         self._compute: deque[float] = deque(maxlen=max_samples)
@@ -60,11 +63,13 @@ class MetricsRecorder:
         self.busy_us += compute_us
 
     def request(
-        self, enqueue_us: float, free_us: float, dispatch_us: float, done_us: float
+        self, enqueue_us: float, free_us: float, dispatch_us: float, done_us: float,
+        level: int = 1,
     ) -> None:
         """Record a completed request: queued, instance free, batch dispatched, result ready."""
         forming = dispatch_us - max(enqueue_us, free_us)
         self._latency.append(done_us - enqueue_us)
+        self._level.append(level)
         self._forming.append(forming)
         self._queue.append(dispatch_us - enqueue_us - forming)
         self._compute.append(done_us - dispatch_us)
@@ -96,8 +101,15 @@ class MetricsRecorder:
             compute_mean_us=_mean(self._compute),
             mean_batch_size=executed / batches if batches else 0.0,
             batch_size_histogram={str(k): v for k, v in sorted(self.batch_sizes.items())},
+            latency_p99_by_level_us=self._p99_by_level(latency),
             busy_pct=100.0 * self.busy_us / (duration_us * num_instances) if seconds > 0 else 0.0,
         )
+
+
+    def _p99_by_level(self, latency: np.ndarray) -> dict[str, float]:
+        levels = np.asarray(self._level, dtype=np.int64)
+        return {str(level): float(np.percentile(latency[levels == level], 99))
+                for level in np.unique(levels).tolist()}
 
 
 def _mean(values: deque[float]) -> float:

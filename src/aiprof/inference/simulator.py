@@ -99,7 +99,7 @@ class _State:
         while self.done_heap and self.done_heap[0][0] <= now:
             done, _, dispatch, free_us, batch = heapq.heappop(self.done_heap)
             for request in batch:
-                self.recorder.request(request.enqueue_us, free_us, dispatch, done)
+                self.recorder.request(request.enqueue_us, free_us, dispatch, done, request.level)
             self.free.append(done)
             self.last_done_us = max(self.last_done_us, done)
             answered += len(batch)
