@@ -28,7 +28,7 @@ def timeline(launch: list[float], dur: list[float], syncs: list[tuple[float, flo
         cpu_end_us=ends[order], gpu_row=np.array(list(range(n)) + [-1] * m)[order],
         stream=np.array([0] * n + [-1] * m)[order],
         gpu_dur_us=np.array(dur + [0.0] * m, float)[order],
-        after=np.full(n + m, -1), delay_us=np.zeros(n + m),
+        after=np.full(n + m, -1), delay_us=np.zeros(n + m), own_us=np.zeros(n + m),
         wait_ptr=np.array(ptr), wait_idx=np.array(idx, dtype=np.int64),
         sync_id=np.array(list(range(n)) + list(range(100, 100 + m)))[order],
         start_us=0.0, end_us=end if end is not None else max(ends.max(), 0.0),

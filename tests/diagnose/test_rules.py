@@ -52,7 +52,7 @@ def test_launch_bound_is_cpu_bound_with_gain_below_idle_share(tmp_path: Path) ->
 def test_per_layer_sync_is_host_sync(tmp_path: Path) -> None:
     b = TraceBuilder()
     t, layers = 0.0, 10
-    for layer in range(layers):
+    for _ in range(layers):
         b.kernel(GEMM, t, t + 10, 200.0)
         b.runtime("cudaStreamSynchronize", t + 6, 210.0)  # returns 6 µs after the kernel
         t += 6 + 210 + 40  # 40 µs of Python before the next layer
@@ -109,7 +109,9 @@ def test_json_contract_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFix
         assert f["severity"] in ("high", "medium", "low")
 
 
-def test_cli_terminal_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_terminal_output_and_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = launch_bound(tmp_path / "t.json.gz")
     assert main(["diagnose", str(path)]) == 0
     out = capsys.readouterr().out

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiprof.analysis import intervals as iv
+from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.gpu_window import steady_window
 from aiprof.analysis.step_breakdown import in_window
 from aiprof.trace import Trace
@@ -42,13 +43,20 @@ class AllocatorResult:
 
 
 def allocator_calls(trace: Trace) -> AllocatorResult:
-    """Count and time the malloc/free calls inside the steady-state steps."""
+    """Count and time the malloc/free calls inside the steady-state steps.
+
+    Counts and times are of the steady state; ``call_spans`` and ``free_rows`` cover every step
+    when the steady state has such calls (the first step then repeats the same churn).
+    """
     window = steady_window(trace)
     rt = trace.runtime
+    is_malloc = trace.strings.mask(rt.name_id, MALLOC)
+    is_free = trace.strings.mask(rt.name_id, FREE)
     inside = in_window(rt.ts_us, window)
-    mallocs = np.flatnonzero(inside & trace.strings.mask(rt.name_id, MALLOC))
-    frees = np.flatnonzero(inside & trace.strings.mask(rt.name_id, FREE))
-    both = np.concatenate([mallocs, frees])
+    mallocs = np.flatnonzero(inside & is_malloc)
+    frees = np.flatnonzero(inside & is_free)
+    churn = np.flatnonzero(in_window(rt.ts_us, step_window(trace)) & (is_malloc | is_free))
+    both = churn if len(mallocs) + len(frees) else churn[:0]
     mem = trace.memory
     gpu_mem = (mem.device_type == 1) & in_window(mem.ts_us, window)
     reserved = mem.total_reserved[gpu_mem]
@@ -61,5 +69,5 @@ def allocator_calls(trace: Trace) -> AllocatorResult:
         free_us=float(rt.dur_us[frees].sum()),
         num_reserved_drops=drops,
         call_spans=iv.union(rt.ts_us[both], rt.end_us[both]),
-        free_rows=frees,
+        free_rows=both[is_free[both]],
     )

@@ -15,15 +15,15 @@ GEMM_OR_CONV = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|cutlass|cublas|xmma|winograd|fft|matmul", re.I
 )
 TENSOR_CORE = re.compile(
-    r"tf32|tensorop|hmma|imma|s16816|s1688|h16816|h1688|bf16|f16|fp16|half|wgmma|gmma|e4m3|e5m2",
+    r"tf32|tfloat32|tensorop|hmma|imma|s16816|s1688|h16816|h1688|bf16|f16|fp16|half|wgmma|gmma|e4m3|e5m2",
     re.I,
 )
 FP32_CUDA_CORE = re.compile(
     r"sgemm|simt|f32f32_f32f32|implicit_convolve_sgemm|winograd|fft2d|gemv2?T?_kernel<float", re.I
 )
-LAYOUT_CONVERSION = re.compile(
-    r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|convertTensor|transpose|permute", re.I
-)
+LAYOUT_CONVERSION = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|convertTensor", re.I)
+TRANSPOSE = re.compile(r"transpose|permute", re.I)
+"""A transpose kernel; GEMM/conv kernels also name their tile iterators so (not conversions)."""
 ELEMENTWISE = re.compile(
     r"elementwise|reduce_kernel|CUDAFunctor|Functor|layer_norm|LayerNorm|softmax|"
     r"batch_norm|BatchNorm|pointwise|triton_poi|fill_kernel|copy_kernel",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiprof.analysis.gpu_window import gpu_window
-from aiprof.analysis.kernel_kinds import LAYOUT_CONVERSION
+from aiprof.analysis.kernel_kinds import GEMM_OR_CONV, LAYOUT_CONVERSION, TRANSPOSE
 from aiprof.trace import Trace
 
 COPY_OP = re.compile(r"^aten::(contiguous|clone|copy_)$")
@@ -37,7 +37,9 @@ def layout_conversions(trace: Trace) -> LayoutResult:
     win = gpu_window(trace)
     ops = trace.gpu_ops
     rows = win.rows[win.rows < len(trace.kernels)]
-    by_name = trace.strings.mask(ops.name_id[rows], LAYOUT_CONVERSION)
+    ids = ops.name_id[rows]
+    transpose = trace.strings.mask(ids, TRANSPOSE) & ~trace.strings.mask(ids, GEMM_OR_CONV)
+    by_name = trace.strings.mask(ids, LAYOUT_CONVERSION) | transpose
     op_rows = ops.op_row[rows]
     cpu = trace.cpu_ops
     by_op = np.zeros(len(rows), bool)

@@ -62,16 +62,33 @@ def diagnose(
         findings=ranked,
         verdict=verdict(ranked, options, has_gpu, slowest.step_us),
         step_us=slowest.step_us,
-        replay_step_us=slowest.base_us / max(len(slowest.trace.steps), 1) if has_gpu else 0.0,
+        replay_step_us=slowest.as_recorded_us / max(len(slowest.trace.steps), 1)
+        if has_gpu
+        else 0.0,
         device=device.name if device else (UNKNOWN_GPU if has_gpu else None),
         num_ranks=len(traces),
         notes=notes,
     )
 
 
+CAPTURE_BLOCKERS = frozenset({"host_sync", "allocator_churn", "h2d_transfer"})
+"""Causes a CUDA graph cannot capture (syncs, cudaMalloc/cudaFree, pageable copies)."""
+TIE_PCT = 1.0
+"""Gains this close count as a tie (the models' resolution is coarser than that)."""
+
+
 def rank_findings(findings: list[Finding]) -> list[Finding]:
-    """Sorted by estimated gain (highest first; category breaks ties), ranks 1..n."""
+    """Sorted by estimated gain (highest first), ranks 1..n.
+
+    In a tie (within ``TIE_PCT``) a cause that CUDA graphs cannot capture ranks before
+    ``cpu_bound``: the graph fix can only be applied once it is gone.
+    """
     ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
+    for i in range(len(ordered) - 1):
+        upper, lower = ordered[i], ordered[i + 1]
+        close = upper.estimated_gain_pct - lower.estimated_gain_pct <= TIE_PCT
+        if upper.category == "cpu_bound" and lower.category in CAPTURE_BLOCKERS and close:
+            ordered[i], ordered[i + 1] = lower, upper
     return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
 
 

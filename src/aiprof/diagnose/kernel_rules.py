@@ -141,7 +141,7 @@ def misaligned_rule(ctx: Context) -> Finding | None:
         new.update({int(r): float(dur[r]) * scale for r in op.kernel_rows})
     if not new:
         return None
-    gain = ctx.gain_pct(Change(gpu_dur_us=new))
+    gain = ctx.gain_pct(Change(gpu_dur_us=_same_kernels(ctx, new)))
     top = [
         {"op": o.name, "dims": o.dims, "misaligned": list(o.misaligned),
          "multiple": o.required_multiple, "kernel_us": round(o.kernel_us, 1)}
@@ -163,6 +163,27 @@ def misaligned_rule(ctx: Context) -> Finding | None:
         ),
         model="replay with each op at the roofline time of its padded shape on the device",
     )
+
+
+def _same_kernels(ctx: Context, new: dict[int, float]) -> dict[int, float]:
+    """Extend a change to the launches of the same kernels (name and grid) that the trace does
+    not tie to an op (queued before the profiled window opened): same kernel, same fix."""
+    gpu = ctx.trace.gpu_ops
+    scale: dict[tuple[int, int, int, int], float] = {}
+    for row, dur in new.items():
+        if gpu.dur_us[row] > 0:
+            key = (int(gpu.name_id[row]), int(gpu.grid_x[row]), int(gpu.grid_y[row]),
+                   int(gpu.grid_z[row]))
+            scale[key] = dur / float(gpu.dur_us[row])
+    rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
+    orphans = rows[gpu.op_row[rows] < 0]
+    extended = dict(new)
+    for row in orphans.tolist():
+        key = (int(gpu.name_id[row]), int(gpu.grid_x[row]), int(gpu.grid_y[row]),
+               int(gpu.grid_z[row]))
+        if key in scale and row not in extended:
+            extended[row] = float(gpu.dur_us[row]) * scale[key]
+    return extended
 
 
 def occupancy_rule(ctx: Context) -> Finding | None:

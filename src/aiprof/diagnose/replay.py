@@ -11,6 +11,9 @@ for (per stream, the last one that had ended when the sync returned); a blocking
 ``latency`` (launch call to kernel start on an idle GPU) and ``gap`` (turnaround between
 queued kernels) are medians measured on the trace itself.
 
+The CPU work excludes the profiler's own cost: ``profiler_overhead_us`` per recorded CPU op
+(see ``DiagnoseOptions``), so the replay is of the run without the profiler.
+
 A fix is a ``Change``: new op durations, CPU work removed (dataloader, allocator calls),
 sync points that no longer block, blocking copies made asynchronous, or CPU work between
 launches collapsed (CUDA graphs). The gain is ``1 - replay(change) / replay(nothing)``;
@@ -48,6 +51,9 @@ class Timeline:
     wait_ptr: np.ndarray
     """``wait_idx[wait_ptr[k]:wait_ptr[k + 1]]``: the ops sync event ``k`` waited for."""
     wait_idx: np.ndarray
+    own_us: np.ndarray
+    """CPU time of a sync or blocking copy call that was not waiting for the GPU (the call's
+    end minus the later of its start and the end of what it waited for, in the trace)."""
     sync_id: np.ndarray
     """Row in the trace's runtime table of the sync call or the copy's launch call."""
     start_us: float
@@ -59,6 +65,10 @@ class Timeline:
     num_streams: int
     measured_us: float
     """Length of the step window the timeline covers."""
+    cpu_op_starts_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Sorted start times of the CPU ops recorded inside the steps."""
+    profiler_overhead_us: float = 0.0
+    """CPU time the profiler added per recorded CPU op; taken out of the CPU work."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,10 @@ def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
     hi = np.append(timeline.cpu_start_us, timeline.cpu_stop_us)
     lo = np.minimum(lo, hi)
     work = hi - lo - covered_between(change.removed_cpu, lo, hi)
+    if timeline.profiler_overhead_us > 0 and len(timeline.cpu_op_starts_us):
+        ops = timeline.cpu_op_starts_us
+        recorded = np.searchsorted(ops, hi) - np.searchsorted(ops, lo)
+        work = work - recorded * timeline.profiler_overhead_us
     if change.launch_work_scale != 1.0:
         kept = covered_between(iv.subtract(change.protected_cpu, change.removed_cpu), lo, hi)
         work = kept + (work - kept) * change.launch_work_scale
@@ -128,6 +142,7 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
     cpu, lat, gap = timeline.start_us, timeline.latency_us, timeline.gap_us
     call_us = own_call_us(timeline).tolist()
     ptr, idx = timeline.wait_ptr.tolist(), timeline.wait_idx.tolist()
+    own = timeline.own_us.tolist()
     for k, (kind, stream, dur, sync_id, after, delay) in enumerate(zip(
         timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
         timeline.sync_id.tolist(), timeline.after.tolist(), timeline.delay_us.tolist(),
@@ -136,8 +151,10 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
         cpu += work[k]
         blocks = sync_id not in change.unblocked
         if kind == SYNC:
-            if blocks and ptr[k + 1] > ptr[k]:
-                cpu = max(cpu, max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]]))
+            if blocks:
+                if ptr[k + 1] > ptr[k]:
+                    cpu = max(cpu, max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]]))
+                cpu += own[k]
             continue
         if dur > 0:
             ready = end_at[after] + gap if after >= 0 else timeline.start_us
@@ -145,7 +162,7 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
             stream_end[stream] = start + dur
         end_at[k] = stream_end[stream]
         if kind == BLOCKING_LAUNCH and blocks:
-            cpu = max(cpu, stream_end[stream])
+            cpu = max(cpu, stream_end[stream]) + own[k]
         else:
             cpu += call_us[k] * call_scale if kind == LAUNCH else min(call_us[k], lat)
     return max(cpu + tail, max(stream_end)) - timeline.start_us
