@@ -59,10 +59,19 @@ def _closed(model_fn: Any, policy: Any, concurrency: int, requests: int, sample:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    """Measure the curve; serve open- and/or closed-loop load; compare with the simulator."""
+    """Measure the curves; serve open- and/or closed-loop load; compare with the simulator.
+
+    The simulator gets the *serving* curve (the batcher's model function timed per batch size:
+    host stacking, copies, forward, split), not the bare forward, plus the batcher's own overhead
+    per batch calibrated from lone requests."""
     from aiprof.inference.agreement import calibrate_overhead_us, measure_real
     from aiprof.inference.arrivals import poisson_arrivals
-    from aiprof.inference.bench import batch_function, load_model, measure_curve
+    from aiprof.inference.bench import (
+        batch_function,
+        load_model,
+        measure_curve,
+        measure_serving_curve,
+    )
     from aiprof.inference.policy import BatchPolicy
     from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
     from aiprof.report.jsonout import dumps
@@ -75,19 +84,20 @@ def run_bench(args: argparse.Namespace) -> int:
     policy = BatchPolicy(max_batch_size=args.max_batch, max_queue_delay_us=args.max_delay_ms * 1e3)
     model_fn = batch_function(model, args.device)
     sample = make_input(1)[0]
-    out: dict[str, Any] = {"schema": "aiprof.batching.bench/1", "curve": measured, "policy": policy}
+    sizes = sorted({*args.batch_sizes, args.max_batch})
+    serving = measure_serving_curve(model_fn, sample, sizes, iters=args.iters)
+    curve = serving.curve()
+    overhead = calibrate_overhead_us(model_fn, curve, 100, lambda _: sample)
+    options = SimulationOptions(overhead_us=overhead)
+    out: dict[str, Any] = {"schema": "aiprof.batching.bench/1", "curve": measured,
+                           "serving_curve": serving, "overhead_us": overhead, "policy": policy}
     if args.rate:
         arrivals = poisson_arrivals(args.rate, args.requests, seed=args.seed)
-        overhead = calibrate_overhead_us(model_fn, measured.curve(), 100, lambda _: sample)
-        predicted = simulate(arrivals, measured.curve(), policy,
-                             SimulationOptions(overhead_us=overhead))
         out["open_loop"] = {"rate_rps": args.rate, "overhead_us": overhead,
                             "real": measure_real(model_fn, policy, arrivals, lambda _: sample),
-                            "simulated": predicted}
+                            "simulated": simulate(arrivals, curve, policy, options)}
     if args.concurrency:
-        overhead = calibrate_overhead_us(model_fn, measured.curve(), 100, lambda _: sample)
-        predicted = simulate_closed_loop(args.concurrency, args.requests, measured.curve(), policy,
-                                         SimulationOptions(overhead_us=overhead))
+        predicted = simulate_closed_loop(args.concurrency, args.requests, curve, policy, options)
         out["closed_loop"] = {"concurrency": args.concurrency, "overhead_us": overhead,
                               "real": _closed(model_fn, policy, args.concurrency, args.requests,
                                               sample),
@@ -99,28 +109,33 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(out: dict[str, Any]) -> None:
+def _curve_table(measured: Any, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from aiprof.cli.batching import render_metrics
-
-    measured = out["curve"]
-    table = Table(title=f"Latency curve on {measured.device}")
+    table = Table(title=title)
     for column in ("batch", "P50 ms", "P90 ms", "P99 ms", "items/s at P50"):
         table.add_column(column, justify="right")
     for batch, t in zip(measured.batch_sizes, measured.timings, strict=True):
         table.add_row(str(batch), f"{t.p50_us / 1e3:.3f}", f"{t.p90_us / 1e3:.3f}",
                       f"{t.p99_us / 1e3:.3f}", f"{batch / t.p50_us * 1e6:.0f}")
     Console().print(table)
+
+
+def _render(out: dict[str, Any]) -> None:
+    from aiprof.cli.batching import render_metrics
+
+    measured = out["curve"]
+    _curve_table(measured, f"Forward latency on {measured.device}")
+    _curve_table(out["serving_curve"], "Serving path per batch (stack, copy, forward, split)")
     if "open_loop" in out:
         rate = out["open_loop"]["rate_rps"]
         render_metrics(out["open_loop"]["real"], f"Real batcher, Poisson {rate:g} req/s")
         overhead = out["open_loop"]["overhead_us"]
         render_metrics(out["open_loop"]["simulated"],
-                       f"Simulator, same arrivals and curve, {overhead:.0f} us overhead per batch")
+                       f"Simulator: same arrivals, serving curve, {overhead:.0f} us per batch")
     if "closed_loop" in out:
         closed = out["closed_loop"]
         render_metrics(closed["real"], f"Real batcher, concurrency {closed['concurrency']}")
-        render_metrics(closed["simulated"], "Simulator, same concurrency and curve, "
-                                            f"{closed['overhead_us']:.0f} us overhead per batch")
+        render_metrics(closed["simulated"], "Simulator: same concurrency, serving curve, "
+                                            f"{closed['overhead_us']:.0f} us per batch")

@@ -134,3 +134,20 @@ def batch_function(model: Any, device: str = "cpu") -> Callable[[list[Any]], lis
             return list(out.cpu().unbind(0))
 
     return run
+
+
+def measure_serving_curve(
+    model_fn: Callable[[list[Any]], Any], sample: Any, batch_sizes: Sequence[int], *,
+    warmup: int = 2, iters: int = 10,
+) -> MeasuredCurve:
+    """Wall time of the batcher's model function per batch size: stacking the inputs on the host,
+    copying them, the forward, copying back and splitting (what a batch really costs the server).
+    The function returns host tensors, so its wall time includes the device work."""
+    sizes = tuple(sorted(set(batch_sizes)))
+    timings = []
+    for batch in sizes:
+        inputs = [sample] * batch
+        samples = time_calls(functools.partial(model_fn, inputs), warmup=warmup, iters=iters)
+        timings.append(Timing.of(samples))
+    return MeasuredCurve(device="serving path", batch_sizes=sizes, timings=tuple(timings))
+
