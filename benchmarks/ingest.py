@@ -32,7 +32,9 @@ CHILD_PRELUDE = """
 import json, resource, sys, time
 def report(t0):
     elapsed = time.perf_counter() - t0
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM: this program's peak RSS (ru_maxrss would include what the parent had at fork)
+    status = open("/proc/self/status").read()
+    me = int(status.split("VmHWM:")[1].split()[0]) / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(json.dumps({"seconds": elapsed, "rss_mib": me, "child_rss_mib": kids}))
 """
@@ -41,9 +43,9 @@ AIPROF = (
     CHILD_PRELUDE
     + """
 import aiprof
-target, workers = sys.argv[1], int(sys.argv[2])
+target = sys.argv[1]
 t0 = time.perf_counter()
-traces = aiprof.load_traces(target, workers=workers)
+traces = aiprof.load_traces(target)
 summaries = aiprof.summary(traces)
 assert summaries and summaries[0].num_steps > 0
 report(t0)
@@ -86,8 +88,8 @@ report(t0)
 )
 
 
-def measure(python: str, code: str, target: Path, *extra: str) -> dict[str, float]:
-    command = [python, "-c", code, str(target), *extra]
+def measure(python: str, code: str, target: Path) -> dict[str, float]:
+    command = [python, "-c", code, str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{python} failed on {target}:\n{done.stderr[-2000:]}")
@@ -121,18 +123,9 @@ def main() -> int:
     parser.add_argument("--hta-python", help="python executable of an environment with HTA")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=8)
-    parser.add_argument(
-        "--workers",
-        type=int,
-        nargs="*",
-        default=[2],
-        help="also time aiprof with this many decoding processes per file",
-    )
     args = parser.parse_args()
 
-    tools: dict[str, tuple[str, ...]] = {"aiprof": (sys.executable, AIPROF, "1")}
-    tools |= {f"aiprof-{w}p": (sys.executable, AIPROF, str(w)) for w in args.workers if w > 1}
-    tools["orjson"] = (sys.executable, ORJSON)
+    tools = {"aiprof": (sys.executable, AIPROF), "orjson": (sys.executable, ORJSON)}
     if args.hta_python:
         tools["hta"] = (args.hta_python, HTA)
     with tempfile.TemporaryDirectory(prefix="aiprof-ingest-") as tmp:
@@ -151,8 +144,8 @@ def main() -> int:
         for label, target in (("1 rank", single), (f"{args.ranks} ranks", multi)):
             results: dict[str, list[dict[str, float]]] = {name: [] for name in tools}
             for _ in range(args.repeat):
-                for name, (python, code, *extra) in tools.items():
-                    results[name].append(measure(python, code, target, *extra))
+                for name, (python, code) in tools.items():
+                    results[name].append(measure(python, code, target))
             _print_table(label, results)
     return 0
 

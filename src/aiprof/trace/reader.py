@@ -21,7 +21,6 @@ from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
 from aiprof.trace.model import Trace, TraceSet
-from aiprof.trace.parallel import build_in_workers
 from aiprof.trace.steps import find_steps
 from aiprof.trace.tables import (
     AnnotationTable,
@@ -40,20 +39,14 @@ from aiprof.trace.tables import (
 TRACE_SUFFIXES = (".json", ".json.gz")
 LATEST_RUN = "latest"
 """The link ``aiprof run`` keeps to its newest run record inside ``runs/``."""
-PARALLEL_MIN_FILE_BYTES = 1 << 20
-"""Files smaller than this (on disk) are decoded in-process whatever ``workers`` says."""
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
-def load_trace(
-    path: str | os.PathLike[str], *, step_annotation: str | None = None, workers: int = 1
-) -> Trace:
+def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = None) -> Trace:
     """Read one trace file (Kineto/Chrome JSON, plain or gzip) into a ``Trace``.
 
     ``step_annotation`` names a ``record_function`` whose spans delimit iterations when the
-    trace has no ``ProfilerStep#N``. ``workers`` > 1 decodes batches of a large file in
-    that many processes (faster on idle cores, more memory in total). Raises
-    ``TraceFormatError`` for anything unreadable.
+    trace has no ``ProfilerStep#N``. Raises ``TraceFormatError`` for anything unreadable.
     """
     file = Path(path)
     if not file.exists():
@@ -63,7 +56,7 @@ def load_trace(
     builder = TableBuilder()
     try:
         with _gc_paused():
-            metadata = _read_events(file, builder, workers)
+            metadata = _read_events(file, builder)
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
         raise TraceFormatError(f"{file}: {describe_error(error)}") from None
     except RecursionError:
@@ -71,15 +64,12 @@ def load_trace(
     return _assemble(file, metadata, builder, step_annotation)
 
 
-def _read_events(file: Path, builder: TableBuilder, workers: int) -> dict[str, Any]:
+def _read_events(file: Path, builder: TableBuilder) -> dict[str, Any]:
     """Stream the file into ``builder`` batch by batch; decode it whole if it cannot be cut."""
     splitter = Splitter(file)
     try:
-        if workers > 1 and file.stat().st_size >= PARALLEL_MIN_FILE_BYTES:
-            build_in_workers(splitter.payloads(), builder, workers)
-        else:
-            for payload in splitter.payloads():
-                builder.add(decode_batch(payload))
+        for payload in splitter.payloads():
+            builder.add(decode_batch(payload))
         builder.add(splitter.tail_events())
         return splitter.metadata()
     except CutFailed:
@@ -220,8 +210,7 @@ def load_traces(
     """Read several traces (files, directories of per-rank files, or a run directory).
 
     Ranks are read in parallel processes when there are several files (``workers``
-    processes, default: one per core); a single file is decoded by ``workers`` processes
-    (default 1). Their clocks are
+    processes, default: one per core). Their clocks are
     put on a common zero: through ``baseTimeNanoseconds`` (wall clock) when every trace
     has it, else by aligning each trace's first event (as HTA does).
     """
@@ -232,8 +221,6 @@ def load_traces(
 
 
 def _read_all(files: list[Path], step_annotation: str | None, workers: int | None) -> list[Trace]:
-    if len(files) == 1:
-        return [load_trace(files[0], step_annotation=step_annotation, workers=workers or 1)]
     count = min(workers or os.cpu_count() or 1, len(files))
     if count <= 1:
         return [load_trace(f, step_annotation=step_annotation) for f in files]
