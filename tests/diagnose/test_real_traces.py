@@ -106,3 +106,21 @@ def test_healthy_suite_case_has_no_host_side_finding() -> None:
         worst = max((f.estimated_gain_pct for f in result.findings
                      if f.category in HOST_SIDE - {"cpu_bound"}), default=0.0)
         assert worst <= 5.0
+
+
+def test_gpu_bound_resnet50_run_has_no_host_side_finding_at_all() -> None:
+    """The ResNet-50 bf16 run recorded by ``aiprof run`` on the H200 (GPU busy 91%)."""
+    run = TESTS / "data" / "capture" / "h200_resnet50_run"
+    if not run.is_dir():
+        pytest.skip("run record not present")
+    result = diagnose(run)
+    assert all(f.estimated_gain_pct <= 5.0 for f in result.findings if f.category in HOST_SIDE)
+
+
+@needs_suite
+def test_healthy_suite_case_not_even_cpu_bound() -> None:
+    for case in _suite_cases():
+        if case["category"] == "none":
+            result = diagnose(SUITE / str(case["trace"]))
+            assert all(f.estimated_gain_pct <= 5.0 for f in result.findings
+                       if f.category in HOST_SIDE)
