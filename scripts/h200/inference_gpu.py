@@ -26,7 +26,7 @@ import torch
 
 from aiprof.inference.agreement import calibrate_overhead_us, measure_real
 from aiprof.inference.arrivals import poisson_arrivals
-from aiprof.inference.bench import batch_function, measure_curve
+from aiprof.inference.bench import batch_function, measure_curve, measure_serving_curve
 from aiprof.inference.coldstart import measure_coldstart
 from aiprof.inference.cudagraph import measure_cuda_graph
 from aiprof.inference.policy import BatchPolicy
@@ -145,23 +145,27 @@ def coldstart_child(name: str, device: str, smoke: bool) -> None:
     print(json.dumps(payload))
 
 
-def serving(curves: dict[str, Any], device: str, smoke: bool) -> list[dict[str, Any]]:
-    """Real batcher serving ResNet-50 against the simulator, at 40% and 80% of capacity."""
+def serving(curves: dict[str, Any], device: str, smoke: bool) -> dict[str, Any]:
+    """Real batcher serving ResNet-50 against the simulator, at 40% and 80% of the capacity of the
+    serving path (host stacking, pageable copy, forward, split), which is what a batch costs."""
     factory, make_input = (SMOKE_MODELS if smoke else MODELS)["resnet50"]
     model_fn = batch_function(factory(), device)
     sample = make_input(1)[0]
-    curve = curves["resnet50"].curve()
-    policy = BatchPolicy(max_batch_size=32, max_queue_delay_us=2000)
+    max_batch = 8 if smoke else 32
+    serving_curve = measure_serving_curve(model_fn, sample, (1, max_batch // 4, max_batch // 2,
+                                                             max_batch), iters=10)
+    curve = serving_curve.curve()
+    policy = BatchPolicy(max_batch_size=max_batch, max_queue_delay_us=2000)
     overhead = calibrate_overhead_us(model_fn, curve, 50, lambda _: sample)
     rows = []
     for share in (0.4, 0.8):
-        rate = share * curve.capacity_rps(32)
+        rate = share * curve.capacity_rps(max_batch)
         arrivals = poisson_arrivals(rate, 300 if smoke else 2000, seed=1)
         real = measure_real(model_fn, policy, arrivals, lambda _: sample)
         predicted = simulate(arrivals, curve, policy, SimulationOptions(overhead_us=overhead))
         rows.append({"rate_rps": rate, "share_of_capacity": share, "overhead_us": overhead,
                      "real": real, "simulated": predicted})
-    return rows
+    return {"serving_curve": serving_curve, "forward_curve": curves["resnet50"], "rows": rows}
 
 
 def quantization(models: dict[str, Any], device: str) -> dict[str, Any]:

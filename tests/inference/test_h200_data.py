@@ -76,7 +76,9 @@ def test_cuda_graph_replay_is_exact_and_timed(results):
 
 
 def test_serving_answers_every_request(results):
-    for row in results.get("serving") or []:
+    serving = results.get("serving") or []
+    rows = serving["rows"] if isinstance(serving, dict) else serving
+    for row in rows:
         real = row["real"]
         assert real["num_completed"] + real["num_failed"] + sum(real["rejected"].values()) > 0
         assert real["num_failed"] == 0
