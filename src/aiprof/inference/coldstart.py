@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import io
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiprof.inference.bench import import_torch
-from aiprof.inference.timing import Timing, time_calls, wall_us
+from aiprof.inference.timing import Timing, is_cuda, time_calls, wall_us
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +36,9 @@ class ColdStartReport:
     first_over_warm: float
     """First inference time over warm P50: the one-time cost (allocation, kernel selection, lazy
     loading of kernels) paid by the first request."""
+    cuda_init_us: float | None = None
+    """Creating the CUDA context, when this process had not yet touched the GPU (None: it had,
+    or no GPU). Not part of ``cold_total_us``, which starts with the context in place."""
 
 
 def measure_coldstart(factory: Callable[[], Any], make_input: Callable[[int], Any], *,
@@ -56,6 +60,7 @@ def measure_coldstart(factory: Callable[[], Any], make_input: Callable[[int], An
         return model
 
     construct_us, model = wall_us(construct)
+    cuda_init_us = _cuda_init_us(torch, device)
     to_device_us, model = wall_us(lambda: model.to(device), device)
     x = make_input(batch_size).to(device)
 
@@ -69,4 +74,15 @@ def measure_coldstart(factory: Callable[[], Any], make_input: Callable[[int], An
     return ColdStartReport(device=device, file_bytes=size, read_us=read_us,
                            deserialize_us=deserialize_us, construct_us=construct_us,
                            to_device_us=to_device_us, first_inference_us=first_us, warm=warm,
-                           cold_total_us=total, first_over_warm=first_us / warm.p50_us)
+                           cold_total_us=total, first_over_warm=first_us / warm.p50_us,
+                           cuda_init_us=cuda_init_us)
+
+
+def _cuda_init_us(torch: Any, device: str) -> float | None:
+    """Time to create the CUDA context with a first synchronize, if not created yet."""
+    if not is_cuda(device) or torch.cuda.is_initialized():
+        return None
+    begin = time.perf_counter_ns()
+    torch.cuda.synchronize(device)
+    return (time.perf_counter_ns() - begin) / 1e3
+
