@@ -47,7 +47,8 @@ def _render(report: Any, graph: Any) -> None:
     console.print(table)
     console.print(f"first inference is {report.first_over_warm:.1f}x a warm one")
     if report.cuda_init_us is not None:
-        console.print(f"CUDA context creation (before the steps): {report.cuda_init_us / 1e3:.1f} ms")
+        init_ms = report.cuda_init_us / 1e3
+        console.print(f"CUDA context creation (before the steps): {init_ms:.1f} ms")
     if graph is not None:
         console.print(f"CUDA graph: capture {graph.capture_us / 1e3:.2f} ms, eager "
                       f"{graph.eager.p50_us / 1e3:.3f} ms, replay {graph.graph.p50_us / 1e3:.3f}"
