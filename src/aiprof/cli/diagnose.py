@@ -13,18 +13,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the aiprof.diagnosis/1 JSON")
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
                         help="drop findings whose estimated gain is below PCT (default 1)")
+    parser.add_argument("--profiler-overhead", type=float, default=2.6, metavar="US",
+                        help="CPU µs the profiler added per recorded op, taken out of the "
+                             "replay (default 2.6, measured on an H200 host; 0: as recorded)")
 
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions, diagnose
-    from aiprof.errors import InputError
     from aiprof.report.diagnose_terminal import render_diagnosis
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
 
-    if not 0 <= args.min_gain <= 100:
-        raise InputError(f"--min-gain must be between 0 and 100, got {args.min_gain}")
-    result = diagnose(args.target, DiagnoseOptions(min_gain_pct=args.min_gain))
+    options = DiagnoseOptions(min_gain_pct=args.min_gain,
+                              profiler_overhead_us=args.profiler_overhead)
+    result = diagnose(args.target, options)
     if args.json:
         print(dumps(result.document()))
     else:

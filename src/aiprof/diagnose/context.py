@@ -18,14 +18,15 @@ from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
 from aiprof.diagnose.replay import Change, Timeline, replay
 from aiprof.diagnose.timeline import build_timeline
+from aiprof.errors import InputError
 from aiprof.gpu.trace_occupancy import trace_spec
 from aiprof.hardware import GpuSpec
 from aiprof.trace import Trace
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DiagnoseOptions:
-    """Thresholds of the diagnosis."""
+    """Thresholds of the diagnosis and the replay's profiler correction."""
 
     min_gain_pct: float = 1.0
     """Findings whose estimated gain is below this are dropped."""
@@ -38,6 +39,16 @@ class DiagnoseOptions:
     Measured: median over the CPU-bound cases of the H200 suite (profiled step minus the same
     step timed without the profiler, per recorded op; torch 2.11, record_shapes; 1.9 to 5.6
     µs), tests/data/diagnose/labels.json. 0 replays the trace as recorded."""
+
+    def __post_init__(self) -> None:
+        for name in ("min_gain_pct", "worth_fixing_pct"):
+            if not 0.0 <= getattr(self, name) <= 100.0:
+                raise InputError(f"{name} must be between 0 and 100, got {getattr(self, name)}")
+        if self.max_items < 1:
+            raise InputError(f"max_items must be at least 1, got {self.max_items}")
+        if not 0.0 <= self.profiler_overhead_us < 1000.0:
+            raise InputError(
+                f"profiler_overhead_us must be in [0, 1000) µs, got {self.profiler_overhead_us}")
 
 
 class Context:
