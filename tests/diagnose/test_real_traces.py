@@ -124,3 +124,18 @@ def test_healthy_suite_case_not_even_cpu_bound() -> None:
             result = diagnose(SUITE / str(case["trace"]))
             assert all(f.estimated_gain_pct <= 5.0 for f in result.findings
                        if f.category in HOST_SIDE)
+
+
+def test_trace_set_merges_ranks_and_finds_the_straggler() -> None:
+    folder = PUBLIC / "trace_filter"
+    if not folder.is_dir():
+        pytest.skip("public traces not present")
+    result = diagnose(folder)
+    assert result.num_ranks == 2
+    categories = [f.category for f in result.findings]
+    assert len(categories) == len(set(categories))  # one finding per category
+    for f in result.findings:
+        if f.category != "straggler":
+            assert set(f.evidence["ranks_affected"]) <= {0, 1}
+    straggler = next(f for f in result.findings if f.category == "straggler")
+    assert straggler.evidence["rank"] in (0, 1)
