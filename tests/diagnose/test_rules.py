@@ -122,3 +122,26 @@ def test_cli_terminal_output_and_bad_input(
     bad.write_text("{not json")
     assert main(["diagnose", str(bad)]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_measured_ceilings_replace_the_datasheet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = TraceBuilder()
+    for k in range(5):
+        b.kernel("ampere_sgemm_128x64_nn", k * 5.0, 10.0 + k * 1001.0, 1000.0)
+    b.step(0, 0.0, 30.0)
+    path = b.write(tmp_path / "t.json.gz")
+    ceilings = tmp_path / "ceilings.json"
+    ceilings.write_text(json.dumps({
+        "name": "NVIDIA H200", "memory_bytes_per_s": 4.0e12, "vector_flops_per_s": 50e12,
+        "matmul_flops_per_s": {"fp32": 50e12, "tf32": 100e12},
+    }))
+    assert main(["diagnose", str(path), "--json", "--ceilings", str(ceilings)]) == 0
+    top = json.loads(capsys.readouterr().out)["findings"][0]
+    assert top["evidence"]["fp32_peak_tflops"] == 50.0
+    fixed = 10.0 + 5 * 1000.0 * 0.5 + 4 * 1.0  # at half the time: 50 vs 100 TFLOP/s
+    assert top["estimated_gain_pct"] == pytest.approx(100.0 * (1 - fixed / 5014.0), abs=3.0)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert main(["diagnose", str(path), "--ceilings", str(bad)]) == 2

@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from aiprof.cli._command import Command
+
+
+def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
+    """``--ceilings FILE`` (shared with ``aiprof report``)."""
+    parser.add_argument("--ceilings", type=Path, metavar="FILE",
+                        help="measured roofs ('aiprof ceilings --save FILE'); default: a run "
+                             "record's ceilings.json, else the datasheet of the trace's GPU")
+
+
+def read_ceilings(args: argparse.Namespace) -> Any:
+    """The ``--ceilings`` file, else ``ceilings.json`` beside a run record's traces, else None."""
+    from aiprof.tensor.ceilings_model import load_ceilings
+
+    if args.ceilings is not None:
+        return load_ceilings(args.ceilings)
+    beside = Path(args.target) / "ceilings.json"
+    return load_ceilings(beside) if beside.is_file() else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the aiprof.diagnosis/1 JSON")
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
                         help="drop findings whose estimated gain is below PCT (default 1)")
+    add_ceilings_argument(parser)
     parser.add_argument("--profiler-overhead", type=float, default=2.6, metavar="US",
                         help="CPU µs the profiler added per recorded op, taken out of the "
                              "replay (default 2.6, measured on an H200 host; 0: as recorded)")
@@ -24,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
 
-    options = DiagnoseOptions(min_gain_pct=args.min_gain,
+    options = DiagnoseOptions(min_gain_pct=args.min_gain, ceilings=read_ceilings(args),
                               profiler_overhead_us=args.profiler_overhead)
     result = diagnose(args.target, options)
     if args.json:

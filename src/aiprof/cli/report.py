@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
+from aiprof.cli.diagnose import add_ceilings_argument, read_ceilings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,16 +16,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to write the HTML file (default: report.html)")
     parser.add_argument("--json", action="store_true",
                         help="also print the diagnosis as aiprof.diagnosis/1 JSON")
+    add_ceilings_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
     from aiprof.report.html import render_report
     from aiprof.report.jsonout import dumps
     from aiprof.trace import load_traces
 
-    data = report_data(load_traces(args.target), f"aiprof report: {Path(args.target).name}")
+    options = DiagnoseOptions(ceilings=read_ceilings(args))
+    title = f"aiprof report: {Path(args.target).name}"
+    data = report_data(load_traces(args.target), title, options)
     try:
         args.output.write_text(render_report(data), encoding="utf-8")
     except OSError as error:

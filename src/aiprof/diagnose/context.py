@@ -18,9 +18,10 @@ from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
 from aiprof.diagnose.replay import Change, Timeline, replay
 from aiprof.diagnose.timeline import build_timeline
-from aiprof.errors import InputError
+from aiprof.errors import AiprofError, InputError
 from aiprof.gpu.trace_occupancy import trace_spec
 from aiprof.hardware import GpuSpec
+from aiprof.tensor.ceilings_model import Ceilings
 from aiprof.trace import Trace
 
 
@@ -34,6 +35,9 @@ class DiagnoseOptions:
     """Below this for every finding, the verdict says there is nothing worth fixing."""
     max_items: int = 5
     """Offending kernels/ops listed per finding."""
+    ceilings: Ceilings | None = None
+    """Measured roofs of the device (``aiprof ceilings --save``): they replace the datasheet
+    peaks, DRAM bandwidth and host-link bandwidth in the rules' models."""
     profiler_overhead_us: float = 2.6
     """CPU time the profiler adds per recorded CPU op, removed from the replay's CPU work.
     Measured: median over the CPU-bound cases of the H200 suite (profiled step minus the same
@@ -61,6 +65,36 @@ class Context:
     @cached_property
     def spec(self) -> GpuSpec:
         return trace_spec(self.trace)
+
+    def peak_flops(self, dtype: str) -> float | None:
+        """Matrix-path peak of ``dtype``: measured ceilings first, else the datasheet."""
+        measured = self.options.ceilings
+        if measured is not None:
+            return measured.matmul_flops_per_s.get(dtype)
+        try:
+            return self.spec.peak_flops(dtype) if self.spec.has_peak(dtype) else None
+        except AiprofError:
+            return None
+
+    def memory_bytes_per_s(self) -> float | None:
+        """DRAM bandwidth: measured ceilings first, else the datasheet."""
+        if self.options.ceilings is not None:
+            return self.options.ceilings.memory_bytes_per_s
+        try:
+            return self.spec.mem_bandwidth_bytes_per_s
+        except AiprofError:
+            return None
+
+    def pinned_h2d_bytes_per_s(self) -> float | None:
+        """Pinned host-to-device bandwidth: measured, else the datasheet host link's per-direction
+        half (``host_link_bytes_per_s`` counts both directions)."""
+        measured = self.options.ceilings
+        if measured is not None and "h2d_pinned_bytes_per_s" in measured.extra:
+            return measured.extra["h2d_pinned_bytes_per_s"]
+        product = self.spec.product
+        if product is None or not product.host_link_bytes_per_s:
+            return None
+        return product.host_link_bytes_per_s / 2
 
     @cached_property
     def idle(self) -> IdleResult:

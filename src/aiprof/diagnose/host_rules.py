@@ -131,7 +131,7 @@ def h2d_transfer_rule(ctx: Context) -> Finding | None:
         return None
     gpu = ctx.trace.gpu_ops
     rows = cp.rows[pick]
-    pinned_bps = _pinned_bytes_per_s(ctx)
+    pinned_bps = ctx.pinned_h2d_bytes_per_s()
     new_dur = {}
     if pinned_bps:
         for r in rows.tolist():
@@ -160,18 +160,10 @@ def h2d_transfer_rule(ctx: Context) -> Finding | None:
             "batch on a side torch.cuda.Stream so the copy overlaps compute."
         ),
         model=(
-            "replay with these copies asynchronous and at the host link's per-direction "
-            "bandwidth (datasheet host_link_bytes_per_s / 2)"
+            "replay with these copies asynchronous and at the pinned host-to-device bandwidth "
+            "(measured ceilings, else the datasheet host link's per-direction half)"
         ),
     )
-
-
-def _pinned_bytes_per_s(ctx: Context) -> float | None:
-    """Per-direction host-link bandwidth (datasheet: both directions together / 2)."""
-    product = ctx.spec.product
-    if product is None or not product.host_link_bytes_per_s:
-        return None
-    return product.host_link_bytes_per_s / 2
 
 
 def allocator_rule(ctx: Context) -> Finding | None:

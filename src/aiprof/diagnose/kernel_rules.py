@@ -10,18 +10,10 @@ import numpy as np
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.errors import AiprofError
 
 
 def _per_step(ctx: Context, us: float) -> float:
     return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
-
-
-def _peak(ctx: Context, dtype: str) -> float | None:
-    try:
-        return ctx.spec.peak_flops(dtype) if ctx.spec.has_peak(dtype) else None
-    except AiprofError:
-        return None
 
 
 _TF32_FIX = (
@@ -38,12 +30,12 @@ _FP16_FIX = (
 def tensor_cores_rule(ctx: Context) -> Finding | None:
     """FP32 GEMMs/convs on CUDA cores: replayed at the tensor-core (TF32, else FP16) rate."""
     tc = ctx.tensor_cores
-    fp32_peak = _peak(ctx, "fp32")
-    target = "tf32" if _peak(ctx, "tf32") else "fp16"
-    fast_peak = _peak(ctx, target)
+    fp32_peak = ctx.peak_flops("fp32")
+    target = "tf32" if ctx.peak_flops("tf32") else "fp16"
+    fast_peak = ctx.peak_flops(target)
     if len(tc.fp32_rows) == 0 or not fp32_peak or not fast_peak:
         return None
-    ratio = fp32_peak / fast_peak  # datasheet dense peaks (aiprof.hardware.products)
+    ratio = fp32_peak / fast_peak  # dense peaks: measured ceilings or the datasheet
     dur = ctx.trace.gpu_ops.dur_us
     change = Change(gpu_dur_us={int(r): float(dur[r]) * ratio for r in tc.fp32_rows})
     gain = ctx.gain_pct(change)
@@ -126,14 +118,13 @@ def misaligned_rule(ctx: Context) -> Finding | None:
     shapes = ctx.shapes
     if not shapes.ops:
         return None
-    try:
-        bandwidth = ctx.spec.mem_bandwidth_bytes_per_s
-    except AiprofError:
+    bandwidth = ctx.memory_bytes_per_s()
+    if not bandwidth:
         return None
     dur = ctx.trace.gpu_ops.dur_us
     new: dict[int, float] = {}
     for op in shapes.ops:
-        peak = _peak(ctx, op.precision)
+        peak = ctx.peak_flops(op.precision)
         if not peak or op.kernel_us <= 0:
             continue
         roof_us = max(op.padded_flops / peak, op.bytes_total / bandwidth) * 1e6
