@@ -124,3 +124,18 @@ def test_quantize_cli_json(capsys):
     doc = json.loads(capsys.readouterr().out)["report"]
     assert [r["kind"] for r in doc["layers"]].count("Conv2d") == 5
     assert doc["fp32_latency_us"] > 0
+
+
+@pytest.mark.slow
+def test_compile_first_call_and_repayment(capsys):
+    assert main(["coldstart", "--model", f"{MODELS}:tiny_resnet_with_input", "--compile",
+                 "--iters", "5", "--json"]) == 0
+    compiled = json.loads(capsys.readouterr().out)["compile"]
+    assert compiled["first_call_us"] > compiled["compiled"]["p50_us"]
+    assert compiled["speedup"] == pytest.approx(
+        compiled["eager"]["p50_us"] / compiled["compiled"]["p50_us"])
+    saved = compiled["eager"]["p50_us"] - compiled["compiled"]["p50_us"]
+    if saved > 0:
+        assert compiled["calls_to_repay"] == pytest.approx(compiled["first_call_us"] / saved)
+    else:
+        assert compiled["calls_to_repay"] is None

@@ -26,10 +26,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--cuda-graph", action="store_true",
                         help="also capture a CUDA graph and time replay against eager")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time torch.compile's first call and compiled against eager")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _render(report: Any, graph: Any) -> None:
+def _render(report: Any, graph: Any, compiled: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -49,6 +51,12 @@ def _render(report: Any, graph: Any) -> None:
     if report.cuda_init_us is not None:
         init_ms = report.cuda_init_us / 1e3
         console.print(f"CUDA context creation (before the steps): {init_ms:.1f} ms")
+    if compiled is not None:
+        repay = compiled.calls_to_repay
+        console.print(f"torch.compile: first call {compiled.first_call_us / 1e6:.2f} s, compiled "
+                      f"{compiled.compiled.p50_us / 1e3:.3f} ms against eager "
+                      f"{compiled.eager.p50_us / 1e3:.3f} ms ({compiled.speedup:.2f}x); "
+                      + ("never repaid" if repay is None else f"repaid after {repay:.0f} calls"))
     if graph is not None:
         console.print(f"CUDA graph: capture {graph.capture_us / 1e3:.2f} ms, eager "
                       f"{graph.eager.p50_us / 1e3:.3f} ms, replay {graph.graph.p50_us / 1e3:.3f}"
@@ -84,10 +92,17 @@ def _run(args: argparse.Namespace) -> int:
 
         graph = measure_cuda_graph(build(), make_input(args.batch_size), device=args.device,
                                    iters=args.iters)
+    compiled = None
+    if args.compile:
+        from aiprof.inference.coldstart import measure_compile
+
+        compiled = measure_compile(build(), make_input(args.batch_size), device=args.device,
+                                   iters=args.iters)
     if args.json:
-        print(dumps({"schema": "aiprof.coldstart/1", "coldstart": report, "cuda_graph": graph}))
+        print(dumps({"schema": "aiprof.coldstart/1", "coldstart": report, "cuda_graph": graph,
+                     "compile": compiled}))
     else:
-        _render(report, graph)
+        _render(report, graph, compiled)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +50,12 @@ def import_torch() -> Any:
 def _import(module_name: str) -> Any:
     if module_name.endswith(".py"):
         path = Path(module_name)
-        spec = importlib.util.spec_from_file_location(path.stem, path)
+        name = f"aiprof_model_{path.stem}"  # registered: torch.compile re-imports by name
+        spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None or not path.is_file():
             raise InputError(f"no Python file {module_name}")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
         spec.loader.exec_module(module)
         return module
     return importlib.import_module(module_name)

@@ -86,3 +86,43 @@ def _cuda_init_us(torch: Any, device: str) -> float | None:
     torch.cuda.synchronize(device)
     return (time.perf_counter_ns() - begin) / 1e3
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileReport:
+    """``torch.compile``: what the first call pays, and the steady-state gain over eager."""
+
+    device: str
+    first_call_us: float
+    """First call of the compiled model: tracing, graph lowering, kernel code generation."""
+    compiled: Timing
+    eager: Timing
+    speedup: float
+    """Eager P50 over compiled P50."""
+    calls_to_repay: float | None
+    """Warm calls after which the compile time is paid back (None: compiled is not faster)."""
+
+
+def measure_compile(model: Any, example: Any, *, device: str = "cpu", iters: int = 20,
+                    mode: str | None = None) -> CompileReport:
+    """Time the first call of ``torch.compile(model)`` and compiled against eager warm calls."""
+    torch = import_torch()
+    model = model.to(device).eval()
+    x = example.to(device)
+    compiled_model = torch.compile(model, mode=mode)
+
+    def eager() -> Any:
+        with torch.inference_mode():
+            return model(x)
+
+    def compiled() -> Any:
+        with torch.inference_mode():
+            return compiled_model(x)
+
+    first_us, _ = wall_us(compiled, device)
+    fast = Timing.of(time_calls(compiled, device=device, warmup=2, iters=iters))
+    slow = Timing.of(time_calls(eager, device=device, warmup=2, iters=iters))
+    saved = slow.p50_us - fast.p50_us
+    return CompileReport(device=device, first_call_us=first_us, compiled=fast, eager=slow,
+                         speedup=slow.p50_us / fast.p50_us,
+                         calls_to_repay=first_us / saved if saved > 0 else None)
