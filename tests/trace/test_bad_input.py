@@ -42,6 +42,11 @@ CASES = {
         "t.json",
         b'{"deviceProperties": 3, "traceEvents": [{"ph": "X", "ts": 1, "dur": 1}]}',
     ),
+    "int_beyond_64_bits": lambda: (
+        "t.json",
+        b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "args": {"External id": %d}}]}'
+        % 2**64,
+    ),
     "deep_nesting": lambda: (
         "t.json",
         b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",

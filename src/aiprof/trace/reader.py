@@ -61,6 +61,8 @@ def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = No
         raise TraceFormatError(f"{file}: {describe_error(error)}") from None
     except RecursionError:
         raise TraceFormatError(f"{file}: JSON nested too deeply to be a trace") from None
+    except OverflowError:
+        raise TraceFormatError(f"{file}: an integer field does not fit in 64 bits") from None
     return _assemble(file, metadata, builder, step_annotation)
 
 
