@@ -13,9 +13,9 @@ from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
 from aiprof.trace import Trace
 
 DEFAULT_LATENCY_US = 5.0
-"""Launch-to-start latency when the trace shows too few launches on an idle GPU to measure it
-(aiprof's assumption, the order of the ~5 µs launch latency of recent GPUs and drivers)."""
-MIN_LATENCY_SAMPLES = 5
+"""Launch-to-start latency when the trace has no launched op at all to bound it (aiprof's
+assumption, the order of the ~5 µs launch latency of recent GPUs and drivers)."""
+MIN_LATENCY_SAMPLES = 1
 
 
 def build_timeline(
@@ -125,7 +125,11 @@ def _latency_and_gap(trace: Trace, rows: np.ndarray, issued: np.ndarray) -> tupl
     idle = issued > reach_before  # the first op's predecessors are unknown: not a sample
     lat = (starts - issued)[idle]
     lat = lat[lat >= 0]
-    latency = float(np.median(lat)) if len(lat) >= MIN_LATENCY_SAMPLES else DEFAULT_LATENCY_US
+    if len(lat) >= MIN_LATENCY_SAMPLES:
+        latency = float(np.median(lat))
+    else:  # no launch found the device idle: every start - launch is an upper bound on it
+        bounds = (starts - issued)[np.isfinite(issued) & (starts >= issued)]
+        latency = float(bounds.min()) if len(bounds) else DEFAULT_LATENCY_US
     streams = ops.device[rows][order] * (1 << 32) + ops.stream[rows][order]
     gaps = []
     for key in np.unique(streams):
