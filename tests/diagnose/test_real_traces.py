@@ -67,28 +67,28 @@ needs_suite = pytest.mark.skipif(not _suite_cases(), reason="H200 suite data not
 PLANTED = [c for c in _suite_cases() if c["category"] != "none"]
 
 
+# Re-recorded on the H200 (2026-11-30) with the fixed twin that keeps the per-layer abs().max()
+# on the GPU: removing the 24 syncs per step gains 10.3%. aiprof ranks the workload's own
+# elementwise chains first (17.1%) and estimates the sync fix at 13.6%: a known miss.
+KNOWN_MISSES = {"item_sync_per_layer": "ranks the workload's elementwise chains above the syncs"}
+
+
+def _case(case: dict[str, object]) -> object:
+    reason = KNOWN_MISSES.get(str(case["case"]))
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(case, id=str(case["case"]), marks=marks)
+
+
 @needs_suite
-@pytest.mark.parametrize("case", PLANTED, ids=[str(c["case"]) for c in PLANTED])
+@pytest.mark.parametrize("case", [_case(c) for c in PLANTED])
 def test_top_finding_is_the_planted_cause(case: dict[str, object]) -> None:
     result = diagnose(SUITE / str(case["trace"]))
     assert result.findings, result.verdict
     assert result.findings[0].category == case["category"]
 
 
-# Recorded (2026-11-30) with the first version of the suite, whose fixed twin of this case also
-# dropped the per-layer abs().max() kernels: its measured gain includes removing GPU and launch
-# work that no sync fix removes. The suite now keeps that work in the twin; re-record.
-STALE_LABELS = {"item_sync_per_layer"}
-
-
-def _gain_case(case: dict[str, object]) -> object:
-    marks = [pytest.mark.xfail(reason="label from the earlier fixed twin", strict=False)]
-    return pytest.param(case, id=str(case["case"]),
-                        marks=marks if case["case"] in STALE_LABELS else [])
-
-
 @needs_suite
-@pytest.mark.parametrize("case", [_gain_case(c) for c in PLANTED])
+@pytest.mark.parametrize("case", [_case(c) for c in PLANTED])
 def test_estimated_gain_within_30_pct_of_measured(case: dict[str, object]) -> None:
     result = diagnose(SUITE / str(case["trace"]))
     found = {f.category: f.estimated_gain_pct for f in result.findings}
