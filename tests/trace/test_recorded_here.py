@@ -30,3 +30,4 @@ def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "NVIDIA H200" in out and "steps: 4" in out and "steps: 3" in out
+    assert "Findings" in out and (tmp_path / "report.html").stat().st_size > 10_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 from aiprof.cli._command import Command
@@ -13,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         default=None,
-        help="directory for the demo's trace (default: a new temporary one)",
+        help="directory for the demo's trace and report (default: a new temporary one)",
     )
     parser.add_argument(
         "--no-workload",
@@ -25,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.summary import summary
     from aiprof.demo import bundled_trace_path, profile_small_training
+    from aiprof.diagnose.demo import render_demo_diagnosis
     from aiprof.errors import MissingDependencyError
     from aiprof.report.summary_terminal import render_summaries
     from aiprof.report.terminal import console, text
@@ -41,7 +43,12 @@ def run(args: argparse.Namespace) -> int:
             render_summaries(out, summary(load_trace(path)))
             out.print(f"trace written to {text(str(path))}")
     out.rule("2. A real trace recorded on an NVIDIA H200 (ships with aiprof)")
-    render_summaries(out, summary(load_trace(bundled_trace_path())))
+    h200 = load_trace(bundled_trace_path())
+    render_summaries(out, summary(h200))
+    out.rule("3. What to change on the H200 run, and how much it would gain")
+    report_dir = args.out or Path(tempfile.mkdtemp(prefix="aiprof-demo-"))
+    report_dir.mkdir(parents=True, exist_ok=True)
+    render_demo_diagnosis(out, h200, report_dir / "report.html")
     return 0
 
 
