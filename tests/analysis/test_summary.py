@@ -163,3 +163,4 @@ def test_interval_algebra_matches_a_grid(a: list, b: list) -> None:
     assert iv.length(iv.intersect(sa, sb)) == (ga & gb).sum()
     assert iv.length(iv.subtract(sa, sb)) == (ga & ~gb).sum()
     assert iv.length(iv.union_all(sa, sb)) == (ga | gb).sum()
+    assert iv.length(iv.between(sa, 10, 40)) == ga[10:40].sum()

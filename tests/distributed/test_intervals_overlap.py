@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from aiprof.distributed import intervals as iv
 from aiprof.distributed.commtrace import CollectiveCalls, parse_nccl_kernel
 from aiprof.distributed.overlap import overlap_pct, step_overlaps
 from aiprof.distributed.stragglers import (
@@ -17,31 +14,6 @@ from aiprof.distributed.stragglers import (
     imbalance_pct,
     matched_rows,
 )
-
-spans = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 15)), max_size=12)
-
-
-def _grid(items: list[tuple[int, int]]) -> np.ndarray:
-    cells = np.zeros(100, dtype=bool)
-    for start, width in items:
-        cells[start : start + width] = True
-    return cells
-
-
-def _arrays(items):
-    return (
-        np.array([s for s, _ in items], dtype=float),
-        np.array([s + w for s, w in items], dtype=float),
-    )
-
-
-@given(spans, spans)
-def test_union_and_intersection_match_a_unit_grid(a, b):
-    ua, ub = iv.union(*_arrays(a)), iv.union(*_arrays(b))
-    assert iv.length(ua) == _grid(a).sum()
-    assert iv.length(iv.intersection(ua, ub)) == (_grid(a) & _grid(b)).sum()
-    clipped = iv.clip(ua, 10, 40)
-    assert iv.length(clipped) == _grid(a)[10:40].sum()
 
 
 def test_overlap_and_exposed_comm_per_step():

@@ -68,6 +68,8 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
     return intersect(a, gaps_of_b)
 
 
-def clip(intervals: Intervals, window: Intervals) -> Intervals:
-    """Alias of ``intersect`` that reads better for 'restrict to the steps'."""
-    return intersect(intervals, window)
+def between(intervals: Intervals, lo: float, hi: float) -> Intervals:
+    """The part of a normalized interval set inside [lo, hi]."""
+    starts, ends = np.maximum(intervals[0], lo), np.minimum(intervals[1], hi)
+    keep = ends > starts
+    return starts[keep], ends[keep]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aiprof.distributed import intervals as iv
+from aiprof.analysis import intervals as iv
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,16 +36,16 @@ def step_overlaps(
 ) -> list[StepOverlap]:
     """Per step: union lengths of compute and comm, their intersection and the exposed comm."""
     comp_set, comm_set = iv.union(*compute), iv.union(*comm)
-    both = iv.intersection(comp_set, comm_set)
+    both = iv.intersect(comp_set, comm_set)
     out = []
     for number, lo, hi in zip(step_numbers, step_starts, step_ends, strict=True):
-        comm_us = iv.length(iv.clip(comm_set, lo, hi))
-        shared = iv.length(iv.clip(both, lo, hi))
+        comm_us = iv.length(iv.between(comm_set, lo, hi))
+        shared = iv.length(iv.between(both, lo, hi))
         out.append(
             StepOverlap(
                 step=int(number),
                 step_time_us=float(hi - lo),
-                compute_us=iv.length(iv.clip(comp_set, lo, hi)),
+                compute_us=iv.length(iv.between(comp_set, lo, hi)),
                 comm_us=comm_us,
                 overlapped_us=shared,
                 exposed_comm_us=comm_us - shared,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aiprof.distributed import intervals as iv
+from aiprof.analysis import intervals as iv
 from aiprof.distributed.commtrace import CollectiveCalls
 
 
@@ -98,11 +98,11 @@ def collective_waits(calls: list[CollectiveCalls]) -> WaitResult:
     wait, caused = np.zeros(n), np.zeros(n)
     for rank, items in enumerate(spans):
         arr = np.array(items, dtype=float).reshape(-1, 3)
-        wait[rank] = iv.total(arr[:, 0], arr[:, 1])
+        wait[rank] = iv.length(iv.union(arr[:, 0], arr[:, 1]))
         for culprit in range(n):
             if culprit != rank:
                 mine = arr[arr[:, 2] == culprit]
-                caused[culprit] += iv.total(mine[:, 0], mine[:, 1])
+                caused[culprit] += iv.length(iv.union(mine[:, 0], mine[:, 1]))
     share = (100.0 * last / matched).tolist() if matched else [float("nan")] * n
     return WaitResult(
         num_matched_calls=matched,
