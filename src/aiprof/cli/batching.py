@@ -226,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="batching",
-    help="simulate, tune (P99 SLO) and benchmark dynamic batching policies.",
+    help="simulate, tune (P99 SLO) and benchmark dynamic batching policies",
     add_arguments=_add_arguments,
     run=_run,
 )

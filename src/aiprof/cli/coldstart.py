@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="coldstart",
-    help="break down a model's cold start (read, load, to device, first run) against warm runs.",
+    help="break down a model's cold start (read, load, to device, first run) against warm runs",
     add_arguments=_add_arguments,
     run=_run,
 )

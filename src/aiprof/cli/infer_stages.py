@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="infer-stages",
-    help="time each stage of an image-inference pipeline; say if it is CPU- or GPU-bound.",
+    help="time each stage of an image-inference pipeline; say if it is CPU- or GPU-bound",
     add_arguments=_add_arguments,
     run=_run,
 )

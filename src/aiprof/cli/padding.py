@@ -117,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="padding",
-    help="waste of fixed, dynamic, optimally bucketed and packed padding for given lengths.",
+    help="waste of fixed, dynamic, optimally bucketed and packed padding for given lengths",
     add_arguments=_add_arguments,
     run=_run,
 )

@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="quantize",
-    help="INT8 fake-quantization sensitivity per layer; which layers to keep in higher precision.",
+    help="INT8 fake-quantization sensitivity per layer; which layers to keep in higher precision",
     add_arguments=_add_arguments,
     run=_run,
 )

@@ -134,7 +134,7 @@ def _report(run_dir: Path, as_json: bool) -> None:
 
 COMMAND = Command(
     name="run",
-    help="Capture a PyTorch script (trace, GPU samples, environment) into a run record.",
+    help="capture a PyTorch script (trace, GPU samples, environment) into a run record",
     add_arguments=add_arguments,
     run=run,
     order=10,
