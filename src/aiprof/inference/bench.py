@@ -8,15 +8,12 @@ MODULE is an importable module or a path to a ``.py`` file. torch is imported in
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aiprof.errors import InputError, MissingDependencyError
+from aiprof.factory import one_line, resolve_factory
 from aiprof.inference.latency_curve import LatencyCurve
 from aiprof.inference.timing import Timing, time_calls
 
@@ -47,39 +44,17 @@ def import_torch() -> Any:
     return torch
 
 
-def _import(module_name: str) -> Any:
-    if module_name.endswith(".py"):
-        path = Path(module_name)
-        name = f"aiprof_model_{path.stem}"  # registered: torch.compile re-imports by name
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None or not path.is_file():
-            raise InputError(f"no Python file {module_name}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-    return importlib.import_module(module_name)
-
-
 def load_factory(spec: str) -> Callable[[], Any]:
     """The factory named by ``MODULE:FACTORY``; calling it raises InputError on any failure."""
     import_torch()
-    module_name, _, factory_name = spec.partition(":")
-    if not module_name or not factory_name:
-        raise InputError(f"--model wants MODULE:FACTORY (e.g. mypkg.models:resnet), not {spec!r}")
-    try:
-        factory = getattr(_import(module_name), factory_name)
-    except InputError:
-        raise
-    except Exception as error:
-        raise InputError(f"cannot import {spec}: {type(error).__name__}: {error}") from error
+    factory = resolve_factory(spec)
 
     def call() -> Any:
         try:
             return factory()
         except Exception as error:
             raise InputError(
-                f"model factory {spec} failed: {type(error).__name__}: {error}"
+                f"model factory {spec} failed: {one_line(error)}"
             ) from error
 
     return call

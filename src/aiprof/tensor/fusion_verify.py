@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiprof.errors import InputError
-from aiprof.tensor.model_loading import one_line
+from aiprof.factory import one_line
 from aiprof.tensor.timing import median_us
 
 

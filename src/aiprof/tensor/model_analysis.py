@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiprof.errors import InputError
+from aiprof.factory import one_line
 from aiprof.tensor.capture import Clock, RecordedOp, record_ops
 from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
 from aiprof.tensor.costmodel import CostSummary, op_cost, summarize
-from aiprof.tensor.model_loading import one_line
 from aiprof.tensor.opcost import OpCost
 from aiprof.tensor.roofline import RooflinePoint, place
 

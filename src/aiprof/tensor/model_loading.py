@@ -2,42 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from aiprof.errors import InputError
-
-
-def one_line(error: BaseException) -> str:
-    """``Type: first line of the message``: a user's exception as one line for the CLI."""
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+from aiprof.factory import one_line, resolve_factory
 
 
 def load_factory(spec: str) -> Any:
     """Call ``MODULE:FUNCTION`` (or ``path/file.py:FUNCTION``) and return the model it builds."""
-    module_name, _, attr = spec.rpartition(":")
-    if not module_name or not attr:
-        raise InputError(f"{spec!r}: expected MODULE:FUNCTION, e.g. mypkg.models:resnet50")
+    factory = resolve_factory(spec)
     try:
-        if module_name.endswith(".py"):
-            path = Path(module_name)
-            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
-            if loader_spec is None or loader_spec.loader is None or not path.is_file():
-                raise InputError(f"{module_name}: no such Python file")
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules.setdefault(path.stem, module)
-            loader_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-        factory = getattr(module, attr)
         return factory()
-    except InputError:
-        raise
     except Exception as error:  # the user's code: report it in one line
         raise InputError(f"cannot build the model from {spec}: {one_line(error)}") from error
 
