@@ -1,6 +1,6 @@
 """Ops recorded with shapes in a profiler trace, as ``OpCall`` s joined with their kernels' time.
 
-Reads the lead's columnar ``Trace`` (``aiprof.trace``): ``cpu_ops`` carry ``Input Dims``,
+Reads the columnar ``Trace`` (``aiprof.trace``): ``cpu_ops`` carry ``Input Dims``,
 ``Input type``, ``Input Strides`` and ``Concrete Inputs`` (record_shapes=True); each GPU op
 knows the CPU op that launched it (``op_row``). No torch.
 """
