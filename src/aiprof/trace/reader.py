@@ -181,7 +181,8 @@ def _rank(file: Path, distributed: DistributedInfo | None) -> int:
 
 
 def trace_files(target: str | os.PathLike[str]) -> list[Path]:
-    """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files inside."""
+    """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files directly
+    inside (not in subdirectories, which may hold other runs); ``runs/`` means its latest run."""
     path = Path(target)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
@@ -189,9 +190,12 @@ def trace_files(target: str | os.PathLike[str]) -> list[Path]:
         path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
     if path.is_file():
         return [path]
-    found = _traces_in(path.iterdir()) or _traces_in(path.rglob("*"))
+    found = _traces_in(path.iterdir())
     if not found:
-        raise InputError(f"{path}: no trace files (*.json or *.json.gz) in this directory")
+        raise InputError(
+            f"{path}: no trace files (*.json or *.json.gz) in this directory; "
+            "pass the trace files, or the directory that holds them"
+        )
     return found
 
 
