@@ -146,26 +146,26 @@ def case_launch_bound() -> tuple[Step, Step, float, float]:
 
 
 def case_item_sync() -> tuple[Step, Step, float, float]:
-    layers = [nn.Linear(4096, 4096).to(DEV) for _ in range(12)]
-    x = torch.randn(4096, 4096, device=DEV)
+    """One cause only: a single element read back after every GEMM (no reductions or chains of
+    elementwise kernels that would be a second, unmeasured opportunity)."""
+    layers = [nn.Linear(4096, 4096, bias=False).to(DEV, torch.bfloat16) for _ in range(12)]
+    x = torch.randn(4096, 4096, device=DEV, dtype=torch.bfloat16)
 
     @torch.no_grad()
     def planted() -> None:
         h = x
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            for layer in layers:
-                h = F.gelu(layer(h))
-                if h.abs().max().item() > 1e9:  # per-layer host sync
-                    h = h / 2
+        for layer in layers:
+            h = layer(h)
+            if h[0, 0].item() != h[0, 0].item():  # a NaN check per layer: two host syncs
+                raise FloatingPointError("NaN")
 
     @torch.no_grad()
-    def fixed() -> None:  # the same GPU work, checked once per step on the GPU's results
-        h, peaks = x, []
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            for layer in layers:
-                h = F.gelu(layer(h))
-                peaks.append(h.abs().max())
-        torch.stack(peaks).max().item()
+    def fixed() -> None:  # the same GEMMs; the check reads the last result once per step
+        h = x
+        for layer in layers:
+            h = layer(h)
+        if h[0, 0].item() != h[0, 0].item():
+            raise FloatingPointError("NaN")
 
     return planted, fixed, 1.0, 1.0
 
@@ -293,6 +293,24 @@ def case_healthy() -> tuple[Step, Step, float, float]:
     return step, step, 1.0, 1.0
 
 
+def case_healthy_gpt2() -> tuple[Step, Step, float, float]:
+    """A large-batch bf16 GPT-2 (124M config, random weights) training step: nothing to fix."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50304)).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    ids = torch.randint(0, 50304, (16, 1024), device=DEV)
+
+    def step() -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, step, 1.0, 1.0
+
+
 CASES: dict[str, tuple[str, Callable[[], tuple[Step, Step, float, float]]]] = {
     "dataloader_no_workers": ("dataloader", case_dataloader),
     "launch_bound_tiny_kernels": ("cpu_bound", case_launch_bound),
@@ -305,6 +323,7 @@ CASES: dict[str, tuple[str, Callable[[], tuple[Step, Step, float, float]]]] = {
     "empty_cache_each_step": ("allocator_churn", case_empty_cache),
     "tiny_batch": ("cpu_bound", case_tiny_batch),
     "healthy_convnet_bf16": ("none", case_healthy),
+    "healthy_gpt2_bf16": ("none", case_healthy_gpt2),
 }
 
 

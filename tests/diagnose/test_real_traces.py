@@ -67,14 +67,14 @@ needs_suite = pytest.mark.skipif(not _suite_cases(), reason="H200 suite data not
 PLANTED = [c for c in _suite_cases() if c["category"] != "none"]
 
 
-# Re-recorded on the H200 (2026-11-30) with the fixed twin that keeps the per-layer abs().max()
-# on the GPU: removing the 24 syncs per step gains 10.3%. aiprof ranks the workload's own
-# elementwise chains first (17.1%) and estimates the sync fix at 13.6%: a known miss.
-KNOWN_MISSES = {"item_sync_per_layer": "ranks the workload's elementwise chains above the syncs"}
+# Re-recorded on the H200 (2026-11-30) as a single cause (one element read back after each of
+# 12 bf16 GEMMs): removing the syncs gains 17.0%; aiprof ranks host_sync first but estimates
+# 28.5%, outside the +-30% band. A known miss, checked strictly so a fix shows up.
+GAIN_MISSES = {"item_sync_per_layer": "host_sync gain overestimated (28.5% vs 17.0%)"}
 
 
-def _case(case: dict[str, object]) -> object:
-    reason = KNOWN_MISSES.get(str(case["case"]))
+def _case(case: dict[str, object], misses: dict[str, str] | None = None) -> object:
+    reason = (misses or {}).get(str(case["case"]))
     marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
     return pytest.param(case, id=str(case["case"]), marks=marks)
 
@@ -88,7 +88,7 @@ def test_top_finding_is_the_planted_cause(case: dict[str, object]) -> None:
 
 
 @needs_suite
-@pytest.mark.parametrize("case", [_case(c) for c in PLANTED])
+@pytest.mark.parametrize("case", [_case(c, GAIN_MISSES) for c in PLANTED])
 def test_estimated_gain_within_30_pct_of_measured(case: dict[str, object]) -> None:
     result = diagnose(SUITE / str(case["trace"]))
     found = {f.category: f.estimated_gain_pct for f in result.findings}
