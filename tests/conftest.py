@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PUBLIC_TRACES = Path(os.environ.get("AIPROF_PUBLIC_TRACES", REPO.parent / "shared" / "traces" / "public"))
+PUBLIC_TRACES = Path(
+    os.environ.get("AIPROF_PUBLIC_TRACES", REPO.parent / "shared" / "traces" / "public")
+)
 DATA = REPO / "tests" / "data"
 
 

@@ -7,7 +7,6 @@ scripts/h200/foundation_traces.py``. Writes ``$OUT/foundation/*.trace.json.gz`` 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path

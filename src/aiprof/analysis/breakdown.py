@@ -59,8 +59,9 @@ def temporal_breakdown(trace: Trace, window: iv.Intervals | None = None) -> Temp
     copies = iv.union_all(spans(trace.memcpy), spans(trace.memset))
     memory = iv.subtract(iv.intersect(copies, window), iv.union_all(compute, communication))
     total = iv.length(window)
-    parts = [iv.length(p) for p in (compute, communication, memory)]
-    return TemporalBreakdown(total, *parts, idle_us=max(0.0, total - sum(parts)))
+    compute_us, comm_us, memory_us = (iv.length(p) for p in (compute, communication, memory))
+    idle_us = max(0.0, total - compute_us - comm_us - memory_us)
+    return TemporalBreakdown(total, compute_us, comm_us, memory_us, idle_us)
 
 
 def gpu_busy_pct(trace: Trace) -> float:
@@ -103,9 +104,9 @@ def hta_temporal_breakdown(trace: Trace) -> HtaTemporalBreakdown:
     if len(merged[0]) == 0:
         return HtaTemporalBreakdown(0.0, 0.0, 0.0, 0.0)
     span = float(merged[1][-1] - merged[0][0])
-    idle = span - iv.length(merged)
-    compute = iv.length(iv.union(starts[is_compute], ends[is_compute]))
-    return HtaTemporalBreakdown(span, idle, compute, span - compute - idle)
+    idle_us = span - iv.length(merged)
+    compute_us = iv.length(iv.union(starts[is_compute], ends[is_compute]))
+    return HtaTemporalBreakdown(span, idle_us, compute_us, span - compute_us - idle_us)
 
 
 def _last_step_start(trace: Trace) -> float:

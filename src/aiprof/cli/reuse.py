@@ -58,8 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.tensor.reuse import conv_reuse, gemm_tiling
 
     if args.verb == "conv":
+        (in_h, in_w), (k_h, k_w) = args.input, args.kernel
         result: object = conv_reuse(
-            args.batch, *args.input, *args.kernel, stride=args.stride, padding=args.padding
+            args.batch, in_h, in_w, k_h, k_w, stride=args.stride, padding=args.padding
         )
     else:
         result = gemm_tiling(args.m, args.n, args.k, args.cache, args.elem_bytes, args.multiple)

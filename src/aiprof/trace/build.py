@@ -59,7 +59,10 @@ _ARGS_TYPE: dict[int, type] = {
     PYTHON: s.PythonArgs,
     SYNC: s.SyncArgs,
 }
-_ARGS_DECODERS = {kind: msgspec.json.Decoder(list[t]) for kind, t in _ARGS_TYPE.items()}
+_ARGS_DECODERS: dict[int, msgspec.json.Decoder[Any]] = {
+    kind: msgspec.json.Decoder(list[args_type])  # type: ignore[valid-type]
+    for kind, args_type in _ARGS_TYPE.items()
+}
 _MEMORY_DECODER = msgspec.json.Decoder(list[s.MemoryArgs])
 _NO_DIMS = [s.MISSING] * 3
 

@@ -54,7 +54,7 @@ def _inflate(handle, path: Path) -> Iterator[bytes]:  # type: ignore[no-untyped-
             while out:
                 yield out
                 out = inflater.decompress(inflater.unconsumed_tail, BLOCK_BYTES)
-        except (zlib.error, isal_zlib.error) as error:
+        except (zlib.error, isal_zlib.error) as error:  # type: ignore[misc]
             raise TraceFormatError(f"{path}: corrupt gzip data ({error})") from None
         if inflater.eof:
             pending = inflater.unused_data
