@@ -163,17 +163,10 @@ class TableBuilder:
         self.chunks[table].append(columns)
 
     def _gpu_columns(self, args: list[s.GpuOpArgs]) -> dict[str, np.ndarray]:
-        grids = np.array(
-            [a.grid if a.grid.__class__ is list and len(a.grid) == 3 else _NO_DIMS for a in args],
-            dtype=np.int64,
-        ).reshape(-1, 3)
-        blocks = np.array(
-            [a.block if a.block is not None and len(a.block) == 3 else _NO_DIMS for a in args],
-            dtype=np.int64,
-        ).reshape(-1, 3)
+        grids, blocks = _dims(args, "grid"), _dims(args, "block")
         columns = {
             "device": _ints(args, "device"),
-            "stream": np.array([_stream(a.stream) for a in args], dtype=np.int64),
+            "stream": _streams(args),
             "correlation": _ints(args, "correlation"),
             "external_id": _external_ids(args),
             "bytes": _ints(args, "bytes"),
@@ -192,6 +185,8 @@ class TableBuilder:
         return columns | self._collective_columns(args)
 
     def _collective_columns(self, args: list[Any]) -> dict[str, np.ndarray]:
+        if not any(map(attrgetter("collective"), args)):  # the common case: no collective args
+            return {key: np.full(len(args), -1, dtype=np.int64) for key in COLLECTIVE_COLUMNS}
         names = self.strings.ids(map(attrgetter("collective"), args))
         dtypes = self.strings.ids(map(attrgetter("dtype"), args))
         empty = self.strings.id("")
@@ -370,6 +365,29 @@ def _runtime_columns(args: list[s.RuntimeArgs], is_driver: bool) -> dict[str, np
         "is_driver": np.full(len(args), int(is_driver), dtype=np.int64),
         "op_row": np.full(len(args), -1, dtype=np.int64),
     }
+
+
+COLLECTIVE_COLUMNS = ("collective_id", "in_nelems", "out_nelems", "group_size", "dtype_id")
+
+
+def _dims(args: list[s.GpuOpArgs], field: str) -> np.ndarray:
+    """``grid`` or ``block`` as an (n, 3) array; -1 rows where absent or not a 3-list."""
+    values = list(map(attrgetter(field), args))
+    try:
+        dims = np.array(values, dtype=np.int64)
+        if dims.shape == (len(values), 3):
+            return dims
+    except (TypeError, ValueError):
+        pass
+    fixed = [v if v.__class__ is list and len(v) == 3 else _NO_DIMS for v in values]
+    return np.array(fixed, dtype=np.int64).reshape(-1, 3)
+
+
+def _streams(args: list[s.GpuOpArgs]) -> np.ndarray:
+    try:
+        return _ints(args, "stream")
+    except (TypeError, ValueError):  # ROCm writes "0x0"
+        return np.array([_stream(a.stream) for a in args], dtype=np.int64)
 
 
 def _stream(value: int | str) -> int:
