@@ -23,7 +23,6 @@ DATALOADER = re.compile(r"^enumerate\(DataLoader\)#.*__next__|^enumerate\(DataPi
 CPU_COMMUNICATION = re.compile(
     r"^(nccl|gloo):(broadcast|reduce|all_reduce|all_gather|reduce_scatter|all_to_all|send|recv)"
 )
-PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 
 
 def communication_kernels(trace: Trace) -> np.ndarray:

@@ -20,11 +20,11 @@ from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.classify import (
     CPU_COMMUNICATION,
     DATALOADER,
-    PROFILER_STEP,
     communication_kernels,
     spans,
 )
 from aiprof.trace import Trace
+from aiprof.trace.steps import PROFILER_STEP
 
 CATEGORIES = (
     "kernel",

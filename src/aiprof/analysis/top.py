@@ -8,9 +8,9 @@ import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
-from aiprof.analysis.classify import PROFILER_STEP
 from aiprof.analysis.step_breakdown import in_window
 from aiprof.trace import Trace
+from aiprof.trace.steps import PROFILER_STEP
 from aiprof.trace.tables import SpanTable
 
 

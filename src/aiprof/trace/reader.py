@@ -105,9 +105,12 @@ def _assemble(
     gpu = {
         k: links.link_gpu_ops(tables[k], runtime, cpu_ops) for k in ("kernels", "memcpy", "memset")
     }
-    names = builder.strings.values
     steps, step_source = find_steps(
-        names, [tables["annotations"], cpu_ops], list(gpu.values()), runtime, step_annotation
+        builder.strings,
+        [tables["annotations"], cpu_ops],
+        list(gpu.values()),
+        runtime,
+        step_annotation,
     )
     distributed = _distributed(metadata.get("distributedInfo"))
     return Trace(

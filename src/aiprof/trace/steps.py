@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from aiprof.trace.strings import StringTable
 from aiprof.trace.tables import AnnotationTable, GpuOpTable, RuntimeTable, SpanTable, StepTable
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -23,14 +24,8 @@ SOURCE_PROFILER_STEP = "ProfilerStep"
 SOURCE_WHOLE_TRACE = "whole trace"
 
 
-def named_spans(table: SpanTable, names: list[str], wanted: re.Pattern[str]) -> np.ndarray:
-    """Row mask of the spans whose name matches ``wanted``."""
-    ids = np.array([i for i, v in enumerate(names) if wanted.search(v)], dtype=np.int64)
-    return np.isin(table.name_id, ids)
-
-
 def find_steps(
-    names: list[str],
+    strings: StringTable,
     span_tables: list[SpanTable],
     gpu_tables: list[GpuOpTable],
     runtime: RuntimeTable,
@@ -42,7 +37,7 @@ def find_steps(
         source = f"annotation '{annotation}'"
     else:
         pattern, source = PROFILER_STEP, SOURCE_PROFILER_STEP
-    starts, ends, numbers = _spans_named(names, span_tables, pattern)
+    starts, ends, numbers = _spans_named(strings, span_tables, pattern)
     if len(starts) == 0:
         if annotation is not None:
             return StepTable.empty(), source
@@ -53,17 +48,17 @@ def find_steps(
 
 
 def _spans_named(
-    names: list[str], tables: list[SpanTable], pattern: re.Pattern[str]
+    strings: StringTable, tables: list[SpanTable], pattern: re.Pattern[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts, ends, numbers = [], [], []
     for table in tables:
-        mask = named_spans(table, names, pattern)
+        mask = strings.mask(table.name_id, pattern)
         if not mask.any():
             continue
         starts.append(table.ts_us[mask])
         ends.append(table.end_us[mask])
         ids = table.name_id[mask]
-        numbers.append(np.array([_step_number(names[i], pattern) for i in ids], dtype=np.int64))
+        numbers.append(np.array([_step_number(strings[i], pattern) for i in ids], dtype=np.int64))
         if isinstance(table, AnnotationTable):
             break  # 2.x writes ProfilerStep as an annotation; ignore duplicates elsewhere
     if not starts:
