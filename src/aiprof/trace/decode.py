@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from aiprof.errors import TraceFormatError
-from aiprof.trace.schema import Event
+from aiprof.trace.schema import Event, KnownEvent
 from aiprof.trace.source import iter_blocks
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -27,16 +27,25 @@ _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*(?=\{)")
 _TAIL_SEARCH_BYTES = 1 << 16
 _HEAD_SEARCH_LIMIT = 64 << 20
 
+_known_decoder = msgspec.json.Decoder(list[KnownEvent])
 _events_decoder = msgspec.json.Decoder(list[Event])
 _document_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _any_decoder = msgspec.json.Decoder()
 
 
 class _Document(msgspec.Struct):
-    traceEvents: list[Event] = []  # noqa: N815 (the JSON key)
+    traceEvents: msgspec.Raw = msgspec.Raw(b"[]")  # noqa: N815 (the JSON key)
 
 
 _tail_decoder = msgspec.json.Decoder(_Document)
+
+
+def decode_events(data: bytes | bytearray | msgspec.Raw) -> list[Event]:
+    """A JSON list of events; known phases and categories first (see ``KnownEvent``)."""
+    try:
+        return _known_decoder.decode(data)  # type: ignore[return-value]
+    except msgspec.ValidationError:
+        return _events_decoder.decode(data)
 
 
 class CutFailed(Exception):
@@ -85,7 +94,7 @@ class Splitter:
 
     def tail_events(self) -> list[Event]:
         try:
-            return _tail_decoder.decode(self._tail).traceEvents
+            return decode_events(_tail_decoder.decode(self._tail).traceEvents)
         except msgspec.DecodeError:
             raise CutFailed from None
 
@@ -99,7 +108,7 @@ class Splitter:
 def decode_batch(data: bytes | bytearray) -> list[Event]:
     """Events of one payload cut by ``Splitter``; ``CutFailed`` if it is not valid JSON."""
     try:
-        return _events_decoder.decode(data)
+        return decode_events(data)
     except msgspec.DecodeError:
         raise CutFailed from None
 
@@ -134,12 +143,12 @@ def decode_whole(path: Path, on_batch: Any) -> dict[str, Any]:
 
 def _decode_document(path: Path, data: bytes, on_batch: Any) -> dict[str, Any]:
     if data.lstrip()[:1] == b"[":  # Chrome's JSON Array Format: a bare list of events
-        on_batch(_events_decoder.decode(data))
+        on_batch(decode_events(data))
         return {}
     raw = _document_decoder.decode(data)
     if "traceEvents" not in raw:
         raise TraceFormatError(f"{path}: no 'traceEvents' key: this JSON is not a profiler trace")
-    on_batch(_events_decoder.decode(raw["traceEvents"]))
+    on_batch(decode_events(raw["traceEvents"]))
     return {key: _any_decoder.decode(value) for key, value in raw.items() if key != "traceEvents"}
 
 

@@ -10,6 +10,8 @@ Reference: ../shared/reference/kineto-trace-format.md §2-5.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 MISSING = -1
@@ -17,6 +19,27 @@ MISSING = -1
 
 EMPTY_RAW = msgspec.Raw(b"{}")
 """Default of undecoded fields; identity tells 'absent' apart from any real value."""
+
+
+# fmt: off
+# Chrome Trace Event Format, "Event Descriptions": every phase it defines
+Phase = Literal[
+    "B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M",
+    "V", "v", "R", "c", "S", "T", "p", "F", "(", ")", "",
+]
+# Kineto's writer table (ActivityType.h), then the categories found in files
+# (reference: kineto-trace-format.md §4)
+Category = Literal[
+    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset",
+    "kernel", "external_correlation", "cuda_runtime", "cuda_driver", "cpu_instant_event",
+    "python_function", "overhead", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
+    "cuda_sync", "cuda_event", "mtia_counters", "glow_runtime", "cuda_profiler_range",
+    "hpu_op", "xpu_runtime", "xpu_driver", "collective_comm", "privateuse1_runtime",
+    "privateuse1_driver", "xpu_scope_profiler", "xpu_sync", "hardware_counters", "Trace",
+    "ac2g", "fwdbwd", "critical_path", "async", "async_cpu_to_gpu", "Operator", "Runtime",
+    "Kernel", "Memcpy", "Memset", "",
+]
+# fmt: on
 
 
 class Event(msgspec.Struct, gc=False):
@@ -32,6 +55,18 @@ class Event(msgspec.Struct, gc=False):
     id: int | str | None = None
     s: str | None = None
     args: msgspec.Raw = EMPTY_RAW
+
+
+class KnownEvent(Event, gc=False):
+    """An ``Event`` whose ``ph`` and ``cat`` are among the known values.
+
+    Decoded as literals, they are one shared string per value instead of a new string per
+    event: about a fifth less decoding time, and grouping by them compares identical
+    objects. A batch with a phase or category not listed is decoded again as ``Event``.
+    """
+
+    ph: Phase = ""
+    cat: Category = ""
 
 
 def _f(name: str, default: object = MISSING) -> object:
