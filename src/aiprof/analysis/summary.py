@@ -9,6 +9,7 @@ import numpy as np
 from aiprof.analysis.breakdown import TemporalBreakdown, gpu_busy_pct, temporal_breakdown
 from aiprof.analysis.step_breakdown import StepBreakdown, step_breakdown
 from aiprof.analysis.top import NameTotal, top_kernels, top_ops
+from aiprof.forked import map_forked
 from aiprof.trace import Trace, TraceSet
 
 SCHEMA = "aiprof.summary/1"
@@ -70,7 +71,7 @@ def summarize_trace(trace: Trace) -> RankSummary:
 
 
 def summary(traces: Trace | TraceSet) -> list[RankSummary]:
-    """One ``RankSummary`` per trace, in rank order."""
+    """One ``RankSummary`` per trace, in rank order (ranks summarized in parallel)."""
     if isinstance(traces, Trace):
         return [summarize_trace(traces)]
-    return [summarize_trace(t) for t in traces]
+    return map_forked(summarize_trace, traces.traces)

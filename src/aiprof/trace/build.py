@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
+from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -59,32 +60,53 @@ _ARGS_TYPE: dict[int, type] = {
     PYTHON: s.PythonArgs,
     SYNC: s.SyncArgs,
 }
-_ARGS_DECODERS: dict[int, msgspec.json.Decoder[Any]] = {
-    kind: msgspec.json.Decoder(list[args_type])  # type: ignore[valid-type]
-    for kind, args_type in _ARGS_TYPE.items()
-}
-_MEMORY_DECODER = msgspec.json.Decoder(list[s.MemoryArgs])
 _NO_DIMS = [s.MISSING] * 3
 
 
+Columns = dict[str, np.ndarray]
+
+STRING_ID_COLUMNS = ("name_id", "category_id", "collective_id", "dtype_id")
+"""Columns holding ids into ``TableBuilder.strings``."""
+JSON_ID_COLUMNS = ("input_dims_id", "input_types_id", "input_strides_id", "concrete_inputs_id")
+"""Columns holding ids into ``TableBuilder.json_texts``."""
+
+
+@dataclass(frozen=True)
+class BuiltPart:
+    """What one process built from its share of a file's batches (see ``TableBuilder.merge``)."""
+
+    chunks: dict[str, list[tuple[int, Columns]]]
+    strings: list[str]
+    json_texts: list[str]
+    num_events: int
+    num_skipped: int
+
+
 class TableBuilder:
-    """Accumulates column chunks per table across batches."""
+    """Accumulates column chunks per table across batches.
+
+    Each chunk remembers the index of the batch it came from, so batches may be built out
+    of order or by several processes (``export``/``merge``) and still concatenate in file
+    order (``take_ordered_chunks``).
+    """
 
     def __init__(self) -> None:
         self.strings = StringTable()
         self.json_texts = StringTable()
-        self.chunks: dict[str, list[dict[str, np.ndarray]]] = defaultdict(list)
+        self.chunks: dict[str, list[tuple[int, Columns]]] = defaultdict(list)
         self.num_events = 0
         self.num_skipped = 0
+        self._batch_index = 0
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
 
-    def add(self, batch: list[s.Event] | None) -> None:
-        """Add one batch of events; ``None`` discards everything added so far."""
+    def add(self, batch: list[s.Event] | None, index: int = 0) -> None:
+        """Add batch number ``index`` of a file; ``None`` discards everything added so far."""
         if batch is None:
             self.reset()
             return
+        self._batch_index = index
         self.num_events += len(batch)
         for category, events in _group_by(batch, "cat"):
             kind = SPAN_KIND_BY_CATEGORY.get(category)
@@ -92,6 +114,42 @@ class TableBuilder:
                 self._add_spans(kind, events)
             else:
                 self._add_mixed(category, kind, events)
+
+    def export(self) -> BuiltPart:
+        return BuiltPart(
+            dict(self.chunks),
+            self.strings.values,
+            self.json_texts.values,
+            self.num_events,
+            self.num_skipped,
+        )
+
+    def merge(self, part: BuiltPart) -> None:
+        """Take in a part built elsewhere, its string ids renumbered into this builder's."""
+        string_ids = self.strings.ids(part.strings)
+        json_ids = self.json_texts.ids(part.json_texts)
+        for table, chunks in part.chunks.items():
+            for index, columns in chunks:
+                for name in STRING_ID_COLUMNS:
+                    if name in columns:
+                        columns[name] = _renumber(columns[name], string_ids)
+                for name in JSON_ID_COLUMNS:
+                    if name in columns:
+                        columns[name] = _renumber(columns[name], json_ids)
+                self.chunks[table].append((index, columns))
+        self.num_events += part.num_events
+        self.num_skipped += part.num_skipped
+
+    def take_ordered_chunks(self) -> dict[str, list[Columns]]:
+        """Each table's chunks in file order, handed over (the builder keeps none)."""
+        ordered = {}
+        for table in list(self.chunks):
+            chunks = self.chunks.pop(table)
+            ordered[table] = [columns for _, columns in sorted(chunks, key=itemgetter(0))]
+        return ordered
+
+    def _emit(self, table: str, columns: Columns) -> None:
+        self.chunks[table].append((self._batch_index, columns))
 
     def _add_mixed(self, category: str, kind: int | None, events: list[s.Event]) -> None:
         for phase, group in _group_by(events, "ph"):
@@ -136,7 +194,7 @@ class TableBuilder:
         events, ts = _with_time(events)
         if not events:
             return
-        args = _ARGS_DECODERS[kind].decode(_joined_args(events))
+        args = ArgColumns(_ARGS_TYPE[kind], _joined_args(events))
         columns = self._common(events, ts)
         table = _SPAN_TABLE_OF_KIND[kind]
         if kind in (KERNEL, MEMCPY, MEMSET):
@@ -146,10 +204,10 @@ class TableBuilder:
         elif kind == CPU_OP:
             columns |= self._cpu_op_columns(args)
         elif kind in (ANNOTATION, GPU_ANNOTATION):
-            columns["external_id"] = _external_ids(args)
+            columns["external_id"] = args.external_ids()
         elif kind == PYTHON:
-            columns["python_id"] = _ints(args, "python_id")
-            parents = [-1 if a.parent_id is None else a.parent_id for a in args]
+            columns["python_id"] = args.ints("python_id")
+            parents = [-1 if a.parent_id is None else a.parent_id for a in args.objects]
             columns["parent_id"] = np.array(parents, dtype=np.int64)
         elif kind == SYNC:
             for name in (
@@ -159,50 +217,52 @@ class TableBuilder:
                 "wait_on_stream",
                 "wait_on_event_correlation",
             ):
-                columns[name] = _ints(args, name)
-        self.chunks[table].append(columns)
+                columns[name] = args.ints(name)
+        self._emit(table, columns)
 
-    def _gpu_columns(self, args: list[s.GpuOpArgs]) -> dict[str, np.ndarray]:
-        grids, blocks = _dims(args, "grid"), _dims(args, "block")
+    def _gpu_columns(self, args: ArgColumns) -> Columns:
+        grids, blocks = args.dims("grid"), args.dims("block")
+        n = len(args)
         columns = {
-            "device": _ints(args, "device"),
-            "stream": _streams(args),
-            "correlation": _ints(args, "correlation"),
-            "external_id": _external_ids(args),
-            "bytes": _ints(args, "bytes"),
+            "device": args.ints("device"),
+            "stream": args.streams(),
+            "correlation": args.ints("correlation"),
+            "external_id": args.external_ids(),
+            "bytes": args.ints("bytes"),
             "grid_x": grids[:, 0],
             "grid_y": grids[:, 1],
             "grid_z": grids[:, 2],
             "block_x": blocks[:, 0],
             "block_y": blocks[:, 1],
             "block_z": blocks[:, 2],
-            "registers_per_thread": _ints(args, "registers"),
-            "shared_mem_bytes": _ints(args, "shared_mem"),
-            "est_occupancy_pct": _floats(args, "est_occupancy"),
-            "launch_row": np.full(len(args), -1, dtype=np.int64),
-            "op_row": np.full(len(args), -1, dtype=np.int64),
+            "registers_per_thread": args.ints("registers"),
+            "shared_mem_bytes": args.ints("shared_mem"),
+            "est_occupancy_pct": args.floats("est_occupancy"),
+            "launch_row": np.full(n, -1, dtype=np.int64),
+            "op_row": np.full(n, -1, dtype=np.int64),
         }
         return columns | self._collective_columns(args)
 
-    def _collective_columns(self, args: list[Any]) -> dict[str, np.ndarray]:
-        if not any(map(attrgetter("collective"), args)):  # the common case: no collective args
+    def _collective_columns(self, args: ArgColumns) -> Columns:
+        objects = args.objects
+        if not args.strings_present("collective"):  # the common case: no collective args
             return {key: np.full(len(args), -1, dtype=np.int64) for key in COLLECTIVE_COLUMNS}
-        names = self.strings.ids(map(attrgetter("collective"), args))
-        dtypes = self.strings.ids(map(attrgetter("dtype"), args))
+        names = self.strings.ids(map(attrgetter("collective"), objects))
+        dtypes = self.strings.ids(map(attrgetter("dtype"), objects))
         empty = self.strings.id("")
         return {
             "collective_id": np.where(names == empty, -1, names),
-            "in_nelems": _ints(args, "in_nelems"),
-            "out_nelems": _ints(args, "out_nelems"),
-            "group_size": _ints(args, "group_size"),
+            "in_nelems": args.ints("in_nelems"),
+            "out_nelems": args.ints("out_nelems"),
+            "group_size": args.ints("group_size"),
             "dtype_id": np.where(dtypes == empty, -1, dtypes),
         }
 
-    def _cpu_op_columns(self, args: list[s.CpuOpArgs]) -> dict[str, np.ndarray]:
+    def _cpu_op_columns(self, args: ArgColumns) -> Columns:
         columns = {
-            "external_id": _external_ids(args),
-            "sequence_number": _ints(args, "sequence_number"),
-            "fwd_thread_id": _ints(args, "fwd_thread_id"),
+            "external_id": args.external_ids(),
+            "sequence_number": args.ints("sequence_number"),
+            "fwd_thread_id": args.ints("fwd_thread_id"),
         }
         for field, column in (
             ("input_dims", "input_dims_id"),
@@ -210,12 +270,13 @@ class TableBuilder:
             ("input_strides", "input_strides_id"),
             ("concrete_inputs", "concrete_inputs_id"),
         ):
-            columns[column] = self._json_ids(list(map(attrgetter(field), args)))
+            columns[column] = self._json_ids(args, field)
         return columns | self._collective_columns(args)
 
-    def _json_ids(self, raws: list[msgspec.Raw]) -> np.ndarray:
+    def _json_ids(self, args: ArgColumns, field: str) -> np.ndarray:
         """Interned JSON text of each value; -1 where the event lacks the field."""
-        ids = np.full(len(raws), -1, dtype=np.int64)
+        ids = np.full(len(args), -1, dtype=np.int64)
+        raws = list(map(attrgetter(field), args.objects))
         present = np.flatnonzero(
             np.fromiter(map(id, raws), dtype=np.int64, count=len(raws)) != id(s.EMPTY_RAW)
         )
@@ -229,7 +290,7 @@ class TableBuilder:
         if events:
             columns = self._common(events, ts)
             columns["category_id"] = np.full(len(events), self.strings.id(category), np.int64)
-            self.chunks["other_spans"].append(columns)
+            self._emit("other_spans", columns)
 
     def _add_instants(self, events: list[s.Event]) -> None:
         events, ts = _with_time(events)
@@ -237,9 +298,9 @@ class TableBuilder:
         memory = groups.pop("[memory]", [])
         others = [e for group in groups.values() for e in group]
         if memory:
-            args = _MEMORY_DECODER.decode(_joined_args(memory))
+            args = ArgColumns(s.MemoryArgs, _joined_args(memory))
             columns = {
-                name: _ints(args, name)
+                name: args.ints(name)
                 for name in (
                     "bytes",
                     "total_allocated",
@@ -254,15 +315,16 @@ class TableBuilder:
                 "pid": self._ints_or_ids(memory, "pid"),
                 "tid": self._ints_or_ids(memory, "tid"),
             }
-            self.chunks["memory"].append(columns)
+            self._emit("memory", columns)
         if others:
-            self.chunks["instants"].append(
+            self._emit(
+                "instants",
                 {
                     "ts_us": _floats(others, "ts"),
                     "pid": self._ints_or_ids(others, "pid"),
                     "tid": self._ints_or_ids(others, "tid"),
                     "name_id": self.strings.ids(map(attrgetter("name"), others)),
-                }
+                },
             )
 
     def _add_flows(self, category: str, events: list[s.Event]) -> None:
@@ -270,7 +332,8 @@ class TableBuilder:
         if not events:
             return
         phases = map(FLOW_PHASES.__getitem__, map(attrgetter("ph"), events))
-        self.chunks["flows"].append(
+        self._emit(
+            "flows",
             {
                 "ts_us": ts,
                 "pid": self._ints_or_ids(events, "pid"),
@@ -278,7 +341,7 @@ class TableBuilder:
                 "flow_id": _flow_ids(events),
                 "phase": np.fromiter(phases, dtype=np.int64, count=len(events)),
                 "category_id": np.full(len(events), self.strings.id(category), np.int64),
-            }
+            },
         )
 
 
@@ -340,6 +403,13 @@ def _group_by(events: list[s.Event], field: str) -> list[tuple[str, list[s.Event
     return groups
 
 
+def _renumber(ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
+    """Map an id column through ``new_ids``; -1 (absent) stays -1."""
+    if not len(new_ids):
+        return ids
+    return np.where(ids >= 0, new_ids[np.maximum(ids, 0)], ids)
+
+
 def _joined_args(events: list[s.Event]) -> bytes:
     return b"[" + b",".join(map(attrgetter("args"), events)) + b"]"
 
@@ -352,42 +422,66 @@ def _ints(objects: list[Any], name: str) -> np.ndarray:
     return np.fromiter(map(attrgetter(name), objects), dtype=np.int64, count=len(objects))
 
 
-def _external_ids(args: list[Any]) -> np.ndarray:
-    new = _ints(args, "external_id")
-    old = _ints(args, "external_id_legacy")
-    return np.where(new == s.MISSING, old, new)
-
-
-def _runtime_columns(args: list[s.RuntimeArgs], is_driver: bool) -> dict[str, np.ndarray]:
+def _runtime_columns(args: ArgColumns, is_driver: bool) -> Columns:
+    n = len(args)
     return {
-        "correlation": _ints(args, "correlation"),
-        "external_id": _external_ids(args),
-        "is_driver": np.full(len(args), int(is_driver), dtype=np.int64),
-        "op_row": np.full(len(args), -1, dtype=np.int64),
+        "correlation": args.ints("correlation"),
+        "external_id": args.external_ids(),
+        "is_driver": np.full(n, int(is_driver), dtype=np.int64),
+        "op_row": np.full(n, -1, dtype=np.int64),
     }
 
 
 COLLECTIVE_COLUMNS = ("collective_id", "in_nelems", "out_nelems", "group_size", "dtype_id")
 
 
-def _dims(args: list[s.GpuOpArgs], field: str) -> np.ndarray:
-    """``grid`` or ``block`` as an (n, 3) array; -1 rows where absent or not a 3-list."""
-    values = list(map(attrgetter(field), args))
-    try:
-        dims = np.array(values, dtype=np.int64)
-        if dims.shape == (len(values), 3):
-            return dims
-    except (TypeError, ValueError):
-        pass
-    fixed = [v if v.__class__ is list and len(v) == 3 else _NO_DIMS for v in values]
-    return np.array(fixed, dtype=np.int64).reshape(-1, 3)
+class ArgColumns:
+    """The ``args`` of one kind of events, decoded together, read out column by column."""
+
+    def __init__(self, args_type: type, raw: bytes) -> None:
+        self.objects: list[Any] = _ARGS_DECODERS[args_type].decode(raw)
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def ints(self, field: str) -> np.ndarray:
+        return _ints(self.objects, field)
+
+    def floats(self, field: str) -> np.ndarray:
+        return _floats(self.objects, field)
+
+    def strings_present(self, field: str) -> bool:
+        """Whether any object has a non-empty string in ``field``."""
+        return any(map(attrgetter(field), self.objects))
+
+    def external_ids(self) -> np.ndarray:
+        """``External id`` (PyTorch 1.10+), else the older ``external id``."""
+        new = self.ints("external_id")
+        return np.where(new == s.MISSING, self.ints("external_id_legacy"), new)
+
+    def dims(self, field: str) -> np.ndarray:
+        """``grid`` or ``block`` as an (n, 3) array; -1 rows where absent or not a 3-list."""
+        values = list(map(attrgetter(field), self.objects))
+        try:
+            dims = np.array(values, dtype=np.int64)
+            if dims.shape == (len(values), 3):
+                return dims
+        except (TypeError, ValueError):
+            pass
+        fixed = [v if v.__class__ is list and len(v) == 3 else _NO_DIMS for v in values]
+        return np.array(fixed, dtype=np.int64).reshape(-1, 3)
+
+    def streams(self) -> np.ndarray:
+        try:
+            return self.ints("stream")
+        except (TypeError, ValueError):  # ROCm writes "0x0"
+            return np.array([_stream(a.stream) for a in self.objects], dtype=np.int64)
 
 
-def _streams(args: list[s.GpuOpArgs]) -> np.ndarray:
-    try:
-        return _ints(args, "stream")
-    except (TypeError, ValueError):  # ROCm writes "0x0"
-        return np.array([_stream(a.stream) for a in args], dtype=np.int64)
+_ARGS_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
+    args_type: msgspec.json.Decoder(list[args_type])  # type: ignore[valid-type]
+    for args_type in {*_ARGS_TYPE.values(), s.MemoryArgs}
+}
 
 
 def _stream(value: int | str) -> int:

@@ -16,7 +16,8 @@ import msgspec
 import numpy as np
 
 from aiprof.errors import InputError, TraceFormatError
-from aiprof.trace import links
+from aiprof.forked import usable_cores
+from aiprof.trace import links, parcel, split
 from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
@@ -42,11 +43,18 @@ LATEST_RUN = "latest"
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
-def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = None) -> Trace:
+def load_trace(
+    path: str | os.PathLike[str],
+    *,
+    step_annotation: str | None = None,
+    parts: int | None = None,
+) -> Trace:
     """Read one trace file (Kineto/Chrome JSON, plain or gzip) into a ``Trace``.
 
     ``step_annotation`` names a ``record_function`` whose spans delimit iterations when the
-    trace has no ``ProfilerStep#N``. Raises ``TraceFormatError`` for anything unreadable.
+    trace has no ``ProfilerStep#N``. A large file is decoded by ``parts`` processes, each
+    taking every ``parts``-th batch (default: one per core, one per 16 MiB of JSON, at most
+    4). Raises ``TraceFormatError`` for anything unreadable.
     """
     file = Path(path)
     if not file.exists():
@@ -56,7 +64,7 @@ def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = No
     builder = TableBuilder()
     try:
         with _gc_paused():
-            metadata = _read_events(file, builder)
+            metadata = _read_events(file, builder, _parts_for(file) if parts is None else parts)
     except (msgspec.ValidationError, msgspec.DecodeError) as error:
         raise TraceFormatError(f"{file}: {describe_error(error)}") from None
     except RecursionError:
@@ -66,17 +74,31 @@ def load_trace(path: str | os.PathLike[str], *, step_annotation: str | None = No
     return _assemble(file, metadata, builder, step_annotation)
 
 
-def _read_events(file: Path, builder: TableBuilder) -> dict[str, Any]:
-    """Stream the file into ``builder`` batch by batch; decode it whole if it cannot be cut."""
-    splitter = Splitter(file)
+def _read_events(file: Path, builder: TableBuilder, parts: int) -> dict[str, Any]:
+    """Stream the file into ``builder`` batch by batch; decode it whole if it cannot be cut.
+
+    With ``parts`` > 1, helper processes build batches ``part``, ``part + parts``, ... and
+    this process builds batches 0, ``parts``, ... plus the tail, then merges theirs.
+    """
+    helpers = split.start(file, parts)
     try:
-        for payload in splitter.payloads():
-            builder.add(decode_batch(payload))
-        builder.add(splitter.tail_events())
-        return splitter.metadata()
+        splitter = Splitter(file)
+        count = len(helpers) + 1
+        index = -1
+        for index, payload in enumerate(splitter.payloads()):
+            if index % count == 0:
+                builder.add(decode_batch(payload), index)
+        builder.add(splitter.tail_events(), index + 1)
+        metadata = splitter.metadata()
+        for part in split.collect(helpers):
+            builder.merge(part)
+        return metadata
     except CutFailed:
+        split.stop(helpers)
         builder.reset()
         return decode_whole(file, builder.add)
+    finally:
+        split.stop(helpers)
 
 
 @contextmanager
@@ -96,7 +118,7 @@ def _assemble(
 ) -> Trace:
     if builder.num_events == 0:
         raise TraceFormatError(f"{file}: the trace has no events ('traceEvents' is empty)")
-    tables = _concat_tables(builder.chunks)
+    tables = _concat_tables(builder.take_ordered_chunks())
     origin = _first_timestamp(tables.values())
     for table in tables.values():
         _shift_in_place(table, -origin)
@@ -230,15 +252,21 @@ def load_traces(
 
 
 def _read_all(files: list[Path], step_annotation: str | None, workers: int | None) -> list[Trace]:
-    count = min(workers or os.cpu_count() or 1, len(files))
+    count = min(workers or usable_cores(), len(files))
     if count <= 1:
         return [load_trace(f, step_annotation=step_annotation) for f in files]
     with ProcessPoolExecutor(max_workers=count, mp_context=get_context("fork")) as pool:
-        return list(pool.map(_load_one, files, [step_annotation] * len(files)))
+        parcels = pool.map(_load_one, files, [step_annotation] * len(files))
+        return [parcel.unpack(p) for p in parcels]
 
 
-def _load_one(file: Path, step_annotation: str | None) -> Trace:
-    return load_trace(file, step_annotation=step_annotation)
+def _load_one(file: Path, step_annotation: str | None) -> parcel.Parcel:
+    return parcel.pack(load_trace(file, step_annotation=step_annotation, parts=1))
+
+
+def _parts_for(file: Path) -> int:
+    """Processes worth using on one file: one per core and per ``split.MIN_BYTES`` of JSON."""
+    return max(1, min(usable_cores(), split.MAX_PARTS, split.json_bytes(file) // split.MIN_BYTES))
 
 
 def align(traces: Iterable[Trace]) -> TraceSet:

@@ -1,0 +1,113 @@
+"""Decode one large trace in several processes, each taking every n-th batch.
+
+Every process streams the whole file (inflating and cutting it costs about a tenth of
+decoding it) and decodes only its share of the batches; helpers send back their column
+chunks (``TableBuilder.export``), which the reading process merges in file order. The
+cuts are deterministic, so all processes see the same batches. A helper that finds a cut
+inside a string says so, and the reader falls back to decoding the whole document.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from aiprof.errors import TraceFormatError
+from aiprof.forked import can_fork
+from aiprof.trace import parcel
+from aiprof.trace.build import BuiltPart, TableBuilder
+from aiprof.trace.decode import CutFailed, Splitter, decode_batch
+from aiprof.trace.source import is_gzip
+
+MIN_BYTES = 16 << 20
+"""JSON bytes per process below which a helper costs more (fork, merge) than it saves."""
+MAX_PARTS = 4
+"""Every process inflates and cuts the whole file, so more parts stop paying off."""
+
+
+@dataclass(frozen=True)
+class Helper:
+    process: BaseProcess
+    replies: Connection
+
+
+def json_bytes(file: Path) -> int:
+    """Size of the file's JSON: its own size, or a gzip's recorded size (ISIZE, mod 2**32)."""
+    size = file.stat().st_size
+    if size < 18 or not is_gzip(file):
+        return size
+    with file.open("rb") as handle:
+        handle.seek(-4, os.SEEK_END)
+        (recorded,) = struct.unpack("<I", handle.read(4))
+    return max(size, recorded)
+
+
+def start(file: Path, parts: int) -> list[Helper]:
+    """Fork ``parts - 1`` helpers; helper k builds batches k, k + parts, ...; none without fork."""
+    if parts <= 1 or not can_fork():
+        return []
+    context = get_context("fork")
+    helpers = []
+    for part in range(1, parts):
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_build_part, args=(file, part, parts, send))
+        process.start()
+        send.close()
+        helpers.append(Helper(process, receive))
+    return helpers
+
+
+def collect(helpers: list[Helper]) -> list[BuiltPart]:
+    """Each helper's part; ``CutFailed`` if one could not decode a batch as cut."""
+    parts = []
+    for helper in helpers:
+        try:
+            kind, value = helper.replies.recv()
+        except EOFError:  # the helper died: read the file whole, in this process
+            raise CutFailed from None
+        if kind == "error":
+            raise value
+        if kind == "cut":
+            raise CutFailed
+        parts.append(parcel.unpack(value))
+    return parts
+
+
+def stop(helpers: list[Helper]) -> None:
+    """End the helpers, dropping any result not collected."""
+    for helper in helpers:
+        if not helper.replies.closed:
+            if helper.replies.poll():
+                try:
+                    kind, value = helper.replies.recv()
+                    if kind == "part":
+                        parcel.discard(value)
+                except EOFError:
+                    pass
+            helper.replies.close()
+        if helper.process.is_alive():
+            helper.process.terminate()
+        helper.process.join()
+    helpers.clear()
+
+
+def _build_part(file: Path, part: int, parts: int, replies: Connection) -> None:
+    builder = TableBuilder()
+    try:
+        for index, payload in enumerate(Splitter(file).payloads()):
+            if index % parts == part:
+                builder.add(decode_batch(payload), index)
+        reply: tuple[str, object] = ("part", parcel.pack(builder.export()))
+    except CutFailed:
+        reply = ("cut", None)
+    except Exception as error:  # noqa: BLE001 (sent to the reader, which raises it)
+        reply = ("error", error)
+    try:
+        replies.send(reply)
+    except Exception:  # noqa: BLE001 (an error that does not pickle)
+        replies.send(("error", TraceFormatError(f"{file}: {reply[1]}")))

@@ -1,0 +1,147 @@
+"""GIVEN a trace read by one process or split over several (helpers take every n-th batch)
+WHEN the tables are compared THEN they are the same, row for row, name for name; a cut that
+fails in a helper falls back to whole-document decoding; a bad value in a helper's batch
+is one TraceFormatError; parcels and forked maps give back exactly what was sent."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aiprof import TraceFormatError, load_trace
+from aiprof.forked import map_forked
+from aiprof.trace import parcel, split
+from aiprof.trace.build import JSON_ID_COLUMNS, STRING_ID_COLUMNS
+from aiprof.trace.model import Trace
+
+
+def _comparable(trace: Trace) -> dict[str, dict[str, list[object]]]:
+    """Every table's columns, string ids replaced by the strings they stand for."""
+    out: dict[str, dict[str, list[object]]] = {}
+    for name, table in trace.tables():
+        columns: dict[str, list[object]] = {}
+        for column, values in table.columns().items():
+            if column in STRING_ID_COLUMNS:
+                columns[column] = [trace.strings[i] if i >= 0 else None for i in values]
+            elif column in JSON_ID_COLUMNS:
+                columns[column] = [trace.json_texts[i] if i >= 0 else None for i in values]
+            else:
+                columns[column] = np.asarray(values).tolist()
+        out[name] = columns
+    return out
+
+
+def _assert_same(a: Trace, b: Trace) -> None:
+    assert a.num_events == b.num_events
+    assert a.metadata == b.metadata
+    assert a.step_source == b.step_source
+    left, right = _comparable(a), _comparable(b)
+    for table in left:
+        for column in left[table]:
+            assert left[table][column] == right[table][column], (table, column)
+
+
+def _events(count: int, name: str = "aten::add") -> list[dict[str, object]]:
+    events: list[dict[str, object]] = []
+    for i in range(count):
+        events.append(
+            {
+                "ph": "X", "cat": "cpu_op", "name": f"{name}_{i % 7}", "pid": 1, "tid": 1,
+                "ts": 1000.0 + i, "dur": 0.5,
+                "args": {"External id": i, "Input Dims": [[i % 5, 3]], "Input type": ["float"]},
+            }
+        )  # fmt: skip
+    return events
+
+
+def _write(path: Path, events: list[dict[str, object]]) -> Path:
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1))
+    return path
+
+
+@pytest.mark.parametrize("parts", [2, 3])
+def test_split_read_equals_serial_read_on_a_real_trace(public_traces: Path, parts: int) -> None:
+    path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
+    serial = load_trace(path, parts=1)
+    _assert_same(serial, load_trace(path, parts=parts))
+
+
+def test_split_read_keeps_shapes_and_file_order(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.json", _events(60_000))
+    assert path.stat().st_size > 3 * (2 << 20)  # several batches to share out
+    serial, split_read = load_trace(path, parts=1), load_trace(path, parts=3)
+    _assert_same(serial, split_read)
+    assert np.all(np.diff(split_read.cpu_ops.ts_us) > 0)  # file order kept across parts
+    assert split_read.json_value(int(split_read.cpu_ops.input_dims_id[7])) == [[2, 3]]
+
+
+def test_a_cut_inside_a_string_falls_back_to_whole_decoding(tmp_path: Path) -> None:
+    events = _events(60_000)
+    # names holding '}, {' make some cuts land inside a string: those payloads do not decode
+    for event in events[::50]:
+        event["name"] = "x" + "}, {" * 40
+    path = _write(tmp_path / "t.json", events)
+    trace = load_trace(path, parts=2)
+    assert len(trace.cpu_ops) == 60_000
+    _assert_same(load_trace(path, parts=1), trace)
+
+
+def test_a_bad_value_in_a_helpers_batch_is_one_trace_format_error(tmp_path: Path) -> None:
+    events = _events(60_000)
+    events[-10]["ts"] = "soon"  # far into the file, in a batch a helper decodes
+    path = _write(tmp_path / "t.json", events)
+    with pytest.raises(TraceFormatError, match=r"t\.json: .*ts"):
+        load_trace(path, parts=2)
+    with pytest.raises(TraceFormatError, match=r"t\.json: .*ts"):
+        load_trace(path, parts=1)
+
+
+def test_helpers_leave_no_process_or_file_behind(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.json", _events(60_000))
+    before = set(os.listdir(tmp_path))
+    load_trace(path, parts=3)
+    assert set(os.listdir(tmp_path)) == before
+    import multiprocessing
+
+    assert multiprocessing.active_children() == []
+
+
+def test_parcel_round_trip_gives_equal_writable_arrays_and_removes_its_file() -> None:
+    value = {
+        "f": np.arange(1000, dtype=np.float64) / 3,
+        "b": np.array([True, False, True]),  # 3 bytes: the next buffer must still be aligned
+        "i": np.arange(5, dtype=np.int64),
+        "empty": np.zeros(0),
+        "text": ["a", "b"],
+    }
+    sent = parcel.pack(value)
+    assert sent.path is not None and Path(sent.path).exists()
+    got = parcel.unpack(sent)
+    assert not Path(sent.path).exists()
+    for key in ("f", "b", "i", "empty"):
+        assert np.array_equal(got[key], value[key]) and got[key].dtype == value[key].dtype
+    assert got["i"].ctypes.data % parcel.ALIGN_BYTES == 0
+    got["f"][0] = 42.0  # copy-on-write mapping: writable, the file untouched
+    assert got["text"] == ["a", "b"]
+    assert parcel.unpack(parcel.pack(("no", "arrays"))) == ("no", "arrays")
+
+
+def test_map_forked_returns_results_in_order() -> None:
+    items = [np.full(10, i) for i in range(7)]
+    assert map_forked(_total, items) == [10 * i for i in range(7)]
+    assert map_forked(_total, items[:1]) == [0]
+
+
+def _total(values: np.ndarray) -> int:
+    return int(values.sum())
+
+
+def test_gzip_size_estimate_reads_the_recorded_length(public_traces: Path) -> None:
+    path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
+    import gzip
+
+    assert split.json_bytes(path) == len(gzip.decompress(path.read_bytes()))
