@@ -15,34 +15,8 @@ import pytest
 from aiprof import TraceFormatError, load_trace
 from aiprof.forked import map_forked
 from aiprof.trace import parcel, split
-from aiprof.trace.build import JSON_ID_COLUMNS, STRING_ID_COLUMNS
-from aiprof.trace.model import Trace
 
-
-def _comparable(trace: Trace) -> dict[str, dict[str, list[object]]]:
-    """Every table's columns, string ids replaced by the strings they stand for."""
-    out: dict[str, dict[str, list[object]]] = {}
-    for name, table in trace.tables():
-        columns: dict[str, list[object]] = {}
-        for column, values in table.columns().items():
-            if column in STRING_ID_COLUMNS:
-                columns[column] = [trace.strings[i] if i >= 0 else None for i in values]
-            elif column in JSON_ID_COLUMNS:
-                columns[column] = [trace.json_texts[i] if i >= 0 else None for i in values]
-            else:
-                columns[column] = np.asarray(values).tolist()
-        out[name] = columns
-    return out
-
-
-def _assert_same(a: Trace, b: Trace) -> None:
-    assert a.num_events == b.num_events
-    assert a.metadata == b.metadata
-    assert a.step_source == b.step_source
-    left, right = _comparable(a), _comparable(b)
-    for table in left:
-        for column in left[table]:
-            assert left[table][column] == right[table][column], (table, column)
+from .same_tables import assert_same_tables
 
 
 def _events(count: int, name: str = "aten::add") -> list[dict[str, object]]:
@@ -67,14 +41,14 @@ def _write(path: Path, events: list[dict[str, object]]) -> Path:
 def test_split_read_equals_serial_read_on_a_real_trace(public_traces: Path, parts: int) -> None:
     path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
     serial = load_trace(path, parts=1)
-    _assert_same(serial, load_trace(path, parts=parts))
+    assert_same_tables(serial, load_trace(path, parts=parts))
 
 
 def test_split_read_keeps_shapes_and_file_order(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.json", _events(60_000))
     assert path.stat().st_size > 3 * (2 << 20)  # several batches to share out
     serial, split_read = load_trace(path, parts=1), load_trace(path, parts=3)
-    _assert_same(serial, split_read)
+    assert_same_tables(serial, split_read)
     assert np.all(np.diff(split_read.cpu_ops.ts_us) > 0)  # file order kept across parts
     assert split_read.json_value(int(split_read.cpu_ops.input_dims_id[7])) == [[2, 3]]
 
@@ -87,7 +61,7 @@ def test_a_cut_inside_a_string_falls_back_to_whole_decoding(tmp_path: Path) -> N
     path = _write(tmp_path / "t.json", events)
     trace = load_trace(path, parts=2)
     assert len(trace.cpu_ops) == 60_000
-    _assert_same(load_trace(path, parts=1), trace)
+    assert_same_tables(load_trace(path, parts=1), trace)
 
 
 def test_a_bad_value_in_a_helpers_batch_is_one_trace_format_error(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from aiprof.trace import fields
 from aiprof.trace import schema as s
 from aiprof.trace.strings import StringTable
 
@@ -169,7 +170,7 @@ class TableBuilder:
         return {
             "ts_us": ts,
             "dur_us": _floats(events, "dur"),
-            "name_id": self.strings.ids(map(attrgetter("name"), events)),
+            "name_id": self.strings.ids_of(events, "name"),
             "pid": self._ints_or_ids(events, "pid"),
             "tid": self._ints_or_ids(events, "tid"),
         }
@@ -247,8 +248,8 @@ class TableBuilder:
         objects = args.objects
         if not args.strings_present("collective"):  # the common case: no collective args
             return {key: np.full(len(args), -1, dtype=np.int64) for key in COLLECTIVE_COLUMNS}
-        names = self.strings.ids(map(attrgetter("collective"), objects))
-        dtypes = self.strings.ids(map(attrgetter("dtype"), objects))
+        names = self.strings.ids_of(objects, "collective")
+        dtypes = self.strings.ids_of(objects, "dtype")
         empty = self.strings.id("")
         return {
             "collective_id": np.where(names == empty, -1, names),
@@ -276,12 +277,9 @@ class TableBuilder:
     def _json_ids(self, args: ArgColumns, field: str) -> np.ndarray:
         """Interned JSON text of each value; -1 where the event lacks the field."""
         ids = np.full(len(args), -1, dtype=np.int64)
-        raws = list(map(attrgetter(field), args.objects))
-        present = np.flatnonzero(
-            np.fromiter(map(id, raws), dtype=np.int64, count=len(raws)) != id(s.EMPTY_RAW)
-        )
+        present = np.flatnonzero(fields.present(args.objects, field, s.EMPTY_RAW))
         if len(present):
-            texts = [bytes(raws[i]).decode() for i in present.tolist()]
+            texts = [bytes(getattr(args.objects[i], field)).decode() for i in present.tolist()]
             ids[present] = self.json_texts.ids(texts)
         return ids
 
@@ -323,7 +321,7 @@ class TableBuilder:
                     "ts_us": _floats(others, "ts"),
                     "pid": self._ints_or_ids(others, "pid"),
                     "tid": self._ints_or_ids(others, "tid"),
-                    "name_id": self.strings.ids(map(attrgetter("name"), others)),
+                    "name_id": self.strings.ids_of(others, "name"),
                 },
             )
 
@@ -388,11 +386,10 @@ def _with_time(events: list[s.Event]) -> tuple[list[s.Event], np.ndarray]:
 
 def _group_by(events: list[s.Event], field: str) -> list[tuple[str, list[s.Event]]]:
     """Events grouped by the value of a string field, file order kept inside each group."""
-    keys = list(map(attrgetter(field), events))
-    distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-    if len(distinct) == 1:
-        return [(keys[0], events)] if events else []
-    codes = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=len(keys))
+    distinct: dict[str, int] = {}
+    codes = fields.string_ids(events, field, distinct)
+    if len(distinct) <= 1:
+        return [(next(iter(distinct)), events)] if events else []
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(distinct) + 1))
     groups = []
@@ -414,12 +411,8 @@ def _joined_args(events: list[s.Event]) -> bytes:
     return b"[" + b",".join(map(attrgetter("args"), events)) + b"]"
 
 
-def _floats(objects: list[Any], name: str) -> np.ndarray:
-    return np.fromiter(map(attrgetter(name), objects), dtype=np.float64, count=len(objects))
-
-
-def _ints(objects: list[Any], name: str) -> np.ndarray:
-    return np.fromiter(map(attrgetter(name), objects), dtype=np.int64, count=len(objects))
+_floats = fields.floats
+_ints = fields.ints
 
 
 def _runtime_columns(args: ArgColumns, is_driver: bool) -> Columns:

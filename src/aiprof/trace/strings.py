@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+
+from aiprof.trace import fields
 
 
 class StringTable:
@@ -24,6 +27,14 @@ class StringTable:
                 table[value] = len(table)
                 self._values = None
         return np.fromiter(map(table.__getitem__, items), dtype=np.int64, count=len(items))
+
+    def ids_of(self, objects: list[Any], field: str) -> np.ndarray:
+        """The id of each object's string attribute ``field``, adding new values."""
+        before = len(self._ids)
+        out = fields.string_ids(objects, field, self._ids)
+        if len(self._ids) != before:
+            self._values = None
+        return out
 
     def id(self, value: str) -> int:
         if value not in self._ids:
