@@ -157,23 +157,28 @@ def _cores() -> int:
 
 
 def _print_table(label: str, results: dict[str, list[dict[str, float]]]) -> None:
-    base = statistics.median(r["seconds"] for r in results["aiprof"])
+    """Medians, and each tool's time over aiprof's pair by pair (run i against run i): the
+    machine's speed drifts between runs, and a pair shares one moment of it."""
+    ours = [r["seconds"] for r in results["aiprof"]]
+    base = statistics.median(ours)
     base_rss = max(r["rss_mib"] for r in results["aiprof"])
-    runs = len(results["aiprof"])
-    print(f"\n{label}: median of {runs} interleaved runs, each in its own process")
+    print(f"\n{label}: median of {len(ours)} interleaved runs, each in its own process")
     print(
         f"{'tool':<8} {'median s':>9} {'min s':>8} {'max s':>8} {'x aiprof':>9} "
-        f"{'peak RSS MiB':>13} {'children MiB':>13} {'RSS x aiprof':>13}"
+        f"{'pairs x':>8} {'pairs min-max':>14} {'peak RSS MiB':>13} {'children MiB':>13}"
     )
     for name, runs in results.items():
         seconds = [r["seconds"] for r in runs]
+        pairs = [theirs / mine for theirs, mine in zip(seconds, ours, strict=True)]
         rss = max(r["rss_mib"] for r in runs)
         kids = max(r["child_rss_mib"] for r in runs)
+        spread = f"{min(pairs):.1f}-{max(pairs):.1f}"
         print(
             f"{name:<8} {statistics.median(seconds):>9.3f} {min(seconds):>8.3f} "
             f"{max(seconds):>8.3f} {statistics.median(seconds) / base:>9.1f} "
-            f"{rss:>13.0f} {kids:>13.0f} {rss / base_rss:>13.1f}"
+            f"{statistics.median(pairs):>8.1f} {spread:>14} {rss:>13.0f} {kids:>13.0f}"
         )
+    print(f"(aiprof peak RSS {base_rss:.0f} MiB)")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     starts, ends = starts[keep], ends[keep]
     if len(starts) == 0:
         return EMPTY
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
+    if len(starts) > 1 and not np.all(starts[1:] >= starts[:-1]):  # often already in order
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
     reach = np.maximum.accumulate(ends)
     new_group = np.empty(len(starts), dtype=bool)
     new_group[0] = True
