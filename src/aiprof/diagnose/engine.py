@@ -71,24 +71,14 @@ def diagnose(
     )
 
 
-CAPTURE_BLOCKERS = frozenset({"host_sync", "allocator_churn", "h2d_transfer"})
-"""Causes a CUDA graph cannot capture (syncs, cudaMalloc/cudaFree, pageable copies)."""
-TIE_PCT = 1.0
-"""Gains this close count as a tie (the models' resolution is coarser than that)."""
-
-
 def rank_findings(findings: list[Finding]) -> list[Finding]:
-    """Sorted by estimated gain (highest first), ranks 1..n.
+    """Sorted by estimated gain (highest first; equal gains by category), ranks 1..n.
 
-    In a tie (within ``TIE_PCT``) a cause that CUDA graphs cannot capture ranks before
-    ``cpu_bound``: the graph fix can only be applied once it is gone.
+    No reordering beyond that: a cause a CUDA graph cannot capture outranks ``cpu_bound``
+    through the gains themselves (``cpu_bound`` then counts only what graphs add once such
+    causes are fixed; host_rules.cpu_bound_rule).
     """
     ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
-    for i in range(len(ordered) - 1):
-        upper, lower = ordered[i], ordered[i + 1]
-        close = upper.estimated_gain_pct - lower.estimated_gain_pct <= TIE_PCT
-        if upper.category == "cpu_bound" and lower.category in CAPTURE_BLOCKERS and close:
-            ordered[i], ordered[i + 1] = lower, upper
     return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.replay import Change
+from aiprof.diagnose.replay import Change, combine
 
 
 def _ms(us: float) -> float:
@@ -50,11 +50,18 @@ def cpu_bound_rule(ctx: Context) -> Finding | None:
     host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
     if host_wait <= 0 or ctx.launch.num_launches == 0:
         return None
-    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans)
+    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, _sync_op_spans(ctx))
     busiest = ctx.idle.streams[0]
     # launches can only close the gaps where the GPU waited for the host: the bound
     bound = 100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9)
-    gain = min(ctx.gain_pct(Change(launch_work_scale=0.0, protected_cpu=protected)), bound)
+    graphs = Change(launch_work_scale=0.0, protected_cpu=protected)
+    blockers = capture_blockers(ctx)
+    if blockers:  # a graph cannot capture them: the gain is what graphs add once they are gone
+        first = combine(*blockers.values())
+        gain = ctx.gain_pct(combine(first, graphs)) - ctx.gain_pct(first)
+    else:
+        gain = ctx.gain_pct(graphs)
+    gain = max(0.0, min(gain, bound))
     launch = ctx.launch
     return Finding(
         category="cpu_bound",
@@ -73,28 +80,74 @@ def cpu_bound_rule(ctx: Context) -> Finding | None:
             "kernels_shorter_than_launch_pct": round(launch.shorter_than_launch_pct, 1),
             "launch_cpu_ms_per_step": _ms(launch.launch_us / max(len(ctx.trace.steps), 1)),
             "gpu_ms_per_step": _ms(launch.gpu_us / max(len(ctx.trace.steps), 1)),
+            "after_fixing_first": sorted(blockers),
         },
         fix=(
-            "Launch less from Python: capture the step with CUDA graphs "
+            ("Once " + ", ".join(sorted(blockers)) + " is fixed (a CUDA graph cannot capture "
+             "it): " if blockers else "")
+            + "Launch less from Python: capture the step with CUDA graphs "
             "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.graphs), use a "
             "larger batch so each kernel does more work, and replace loops of small ops by "
             "batched or fused ones (torch._foreach_*, fused optimizers: Adam(fused=True))."
         ),
         model=(
             "replay with the CPU work between launches set to zero (every launch issued as "
-            "soon as the previous event), DataLoader, allocator and sync waits kept"
+            "soon as the previous event); DataLoader and allocator time, sync waits and the "
+            "CPU time of the ops that synchronize kept. When syncs, steady-state "
+            "cudaMalloc/cudaFree or pageable copies are present (a CUDA graph cannot capture "
+            "them), the gain is what graphs add to the step with those fixed first"
         ),
     )
+
+
+def capture_blockers(ctx: Context) -> dict[str, Change]:
+    """The changes of the causes a CUDA graph cannot capture, by category: those present and
+    worth reporting (their own gain at least ``min_gain_pct``)."""
+    changes = {
+        "host_sync": _sync_change(ctx),
+        "h2d_transfer": _copy_change(ctx),
+        "allocator_churn": _allocator_change(ctx),
+    }
+    return {
+        category: change
+        for category, change in changes.items()
+        if change is not None and ctx.gain_pct(change) >= ctx.options.min_gain_pct
+    }
+
+
+def _sync_op_spans(ctx: Context) -> iv.Intervals:
+    """CPU spans of the ops that issued sync points (``aten::_local_scalar_dense`` ...).
+
+    A CUDA graph cannot capture a synchronization: the op around it runs eagerly between
+    graph replays, so its CPU time stays when the launches are collapsed.
+    """
+    rt, ops = ctx.trace.runtime, ctx.trace.cpu_ops
+    rows = rt.op_row[ctx.syncs.call_row]
+    rows = rows[rows >= 0]
+    return iv.union(ops.ts_us[rows], ops.end_us[rows])
+
+
+def _chosen_syncs(ctx: Context) -> np.ndarray:
+    """Sync points other than host-to-device copies (those are ``h2d_transfer``'s)."""
+    h2d = np.array(["HtoD" in k for k in ctx.syncs.kind], dtype=bool)
+    return np.flatnonzero(~h2d)
+
+
+def _sync_change(ctx: Context) -> Change | None:
+    chosen = _chosen_syncs(ctx)
+    if len(chosen) == 0:
+        return None
+    return Change(unblocked=frozenset(ctx.syncs.call_row[chosen].tolist()))
 
 
 def host_sync_rule(ctx: Context) -> Finding | None:
     """Synchronizations (``.item()``, ``.cpu()``, sync calls, device-to-host copies)."""
     syncs = ctx.syncs
-    h2d = np.array(["HtoD" in k for k in syncs.kind], dtype=bool)
-    chosen = np.flatnonzero(~h2d)
-    if len(chosen) == 0:
+    chosen = _chosen_syncs(ctx)
+    change = _sync_change(ctx)
+    if change is None:
         return None
-    gain = ctx.gain_pct(Change(unblocked=frozenset(syncs.call_row[chosen].tolist())))
+    gain = ctx.gain_pct(change)
     steps = max(syncs.num_steps, 1)
     sites = Counter(syncs.site[i] for i in chosen).most_common(ctx.options.max_items)
     kinds = Counter(syncs.kind[i] for i in chosen).most_common(ctx.options.max_items)
@@ -123,21 +176,35 @@ def host_sync_rule(ctx: Context) -> Finding | None:
     )
 
 
-def h2d_transfer_rule(ctx: Context) -> Finding | None:
-    """Synchronous (pageable) host-to-device copies on the critical path."""
+def _blocking_h2d_rows(ctx: Context) -> np.ndarray:
     cp = ctx.copies
     pick = [i for i, d in enumerate(cp.direction) if d == "HtoD" and cp.synchronous[i]]
-    if not pick:
+    return cp.rows[pick]
+
+
+def _copy_change(ctx: Context) -> Change | None:
+    """Blocking host-to-device copies made asynchronous, at the pinned bandwidth."""
+    rows = _blocking_h2d_rows(ctx)
+    if len(rows) == 0:
         return None
     gpu = ctx.trace.gpu_ops
-    rows = cp.rows[pick]
     pinned_bps = ctx.pinned_h2d_bytes_per_s()
     new_dur = {}
     if pinned_bps:
         for r in rows.tolist():
             new_dur[r] = min(float(gpu.dur_us[r]), max(float(gpu.bytes[r]), 0.0) / pinned_bps * 1e6)
-    unblocked = frozenset(gpu.launch_row[rows].tolist())
-    gain = ctx.gain_pct(Change(gpu_dur_us=new_dur, unblocked=unblocked))
+    return Change(gpu_dur_us=new_dur, unblocked=frozenset(gpu.launch_row[rows].tolist()))
+
+
+def h2d_transfer_rule(ctx: Context) -> Finding | None:
+    """Synchronous (pageable) host-to-device copies on the critical path."""
+    change = _copy_change(ctx)
+    if change is None:
+        return None
+    gpu = ctx.trace.gpu_ops
+    rows = _blocking_h2d_rows(ctx)
+    pinned_bps = ctx.pinned_h2d_bytes_per_s()
+    gain = ctx.gain_pct(change)
     nbytes = int(np.maximum(gpu.bytes[rows], 0).sum())
     total = float(gpu.dur_us[rows].sum())
     steps = max(len(ctx.trace.steps), 1)
@@ -152,7 +219,7 @@ def h2d_transfer_rule(ctx: Context) -> Finding | None:
             "achieved_gbps": round(nbytes / max(total, 1e-9) / 1e3, 2),
             "copy_ms_per_step": _ms(total / steps),
             "pinned_model_gbps": round(pinned_bps / 1e9, 1) if pinned_bps else None,
-            "groups": [g.__dict__ for g in cp.groups if g.direction == "HtoD"],
+            "groups": [g.__dict__ for g in ctx.copies.groups if g.direction == "HtoD"],
         },
         fix=(
             "Copy from pinned memory without blocking: DataLoader(pin_memory=True) or "
@@ -166,12 +233,19 @@ def h2d_transfer_rule(ctx: Context) -> Finding | None:
     )
 
 
-def allocator_rule(ctx: Context) -> Finding | None:
-    """cudaMalloc/cudaFree in the steady state (``empty_cache()``, changing shapes)."""
+def _allocator_change(ctx: Context) -> Change | None:
     al = ctx.allocator
     if al.num_mallocs + al.num_frees == 0:
         return None
-    change = Change(removed_cpu=al.call_spans, unblocked=frozenset(al.free_rows.tolist()))
+    return Change(removed_cpu=al.call_spans, unblocked=frozenset(al.free_rows.tolist()))
+
+
+def allocator_rule(ctx: Context) -> Finding | None:
+    """cudaMalloc/cudaFree in the steady state (``empty_cache()``, changing shapes)."""
+    al = ctx.allocator
+    change = _allocator_change(ctx)
+    if change is None:
+        return None
     gain = ctx.gain_pct(change)
     steps = max(al.num_steady_steps, 1)
     return Finding(

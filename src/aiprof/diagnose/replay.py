@@ -87,6 +87,22 @@ class Change:
     """CPU time ``launch_work_scale`` does not touch (dataloader, allocator, syncs)."""
 
 
+def combine(*changes: Change) -> Change:
+    """One change applying all of ``changes`` (for a fix that needs others made first)."""
+    if len(changes) == 1:
+        return changes[0]
+    gpu_dur: dict[int, float] = {}
+    for change in changes:
+        gpu_dur.update(change.gpu_dur_us)
+    return Change(
+        gpu_dur_us=gpu_dur,
+        removed_cpu=iv.union_all(*(c.removed_cpu for c in changes)),
+        unblocked=frozenset().union(*(c.unblocked for c in changes)),
+        launch_work_scale=min(c.launch_work_scale for c in changes),
+        protected_cpu=iv.union_all(*(c.protected_cpu for c in changes)),
+    )
+
+
 def covered_between(intervals: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Length of ``intervals`` (normalized) inside each ``[lo, hi]`` (vectorized)."""
     starts, ends = intervals
