@@ -94,6 +94,22 @@ get_buffers(PyObject *buffers, Py_ssize_t count, Py_ssize_t rows, Py_buffer *vie
     return 0;
 }
 
+/* The slot of `descriptor` and a writable view of `buffer` holding `rows` int64 values. */
+static int
+one_column(PyObject *descriptor, PyObject *buffer, Py_ssize_t rows, Slot *slot, Py_buffer *view)
+{
+    if (slot_of(descriptor, slot) < 0) {
+        return -1;
+    }
+    PyObject *one = PyTuple_Pack(1, buffer);
+    if (one == NULL) {
+        return -1;
+    }
+    int got = get_buffers(one, 1, rows, view);
+    Py_DECREF(one);
+    return got;
+}
+
 static PyObject *
 fill(PyObject *module, PyObject *args)
 {
@@ -189,18 +205,9 @@ intern_strings(PyObject *module, PyObject *args)
         return NULL;
     }
     Slot slot;
-    if (slot_of(descriptor, &slot) < 0) {
-        return NULL;
-    }
-    Py_ssize_t rows = PyList_GET_SIZE(objects);
-    PyObject *one = PyTuple_Pack(1, buffer);
-    if (one == NULL) {
-        return NULL;
-    }
     Py_buffer view;
-    int got = get_buffers(one, 1, rows, &view);
-    Py_DECREF(one);
-    if (got < 0) {
+    Py_ssize_t rows = PyList_GET_SIZE(objects);
+    if (one_column(descriptor, buffer, rows, &slot, &view) < 0) {
         return NULL;
     }
     PyTypeObject *known = NULL;
@@ -250,18 +257,9 @@ present(PyObject *module, PyObject *args)
         return NULL;
     }
     Slot slot;
-    if (slot_of(descriptor, &slot) < 0) {
-        return NULL;
-    }
-    Py_ssize_t rows = PyList_GET_SIZE(objects);
-    PyObject *one = PyTuple_Pack(1, buffer);
-    if (one == NULL) {
-        return NULL;
-    }
     Py_buffer view;
-    int got = get_buffers(one, 1, rows, &view);
-    Py_DECREF(one);
-    if (got < 0) {
+    Py_ssize_t rows = PyList_GET_SIZE(objects);
+    if (one_column(descriptor, buffer, rows, &slot, &view) < 0) {
         return NULL;
     }
     PyTypeObject *known = NULL;
