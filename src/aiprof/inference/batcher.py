@@ -133,6 +133,10 @@ class DynamicBatcher:
         level_timeout = self.policy.queue_policy(level).timeout_us
         if timeout_us is not None and (level_timeout == 0 or timeout_us < level_timeout):
             request.timeout_at_us = now + timeout_us
+        # requests that timed out by now leave first, even while every instance is busy: a
+        # stale request must not hold the slot a new one needs (the simulator does the same)
+        for stale, reason in self._queue.expire(now):
+            self._reject(stale, reason)
         if self._queue.push(request) is not None:
             self.recorder.reject("queue_full")
             future.set_exception(QueueFullError("queue_full", "the queue is full; retry later"))
