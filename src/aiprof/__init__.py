@@ -4,15 +4,52 @@ The library API mirrors the commands: ``load_trace`` / ``load_traces`` read prof
 traces, ``summary`` summarizes them, ``diagnose`` ranks what to change and how much it
 gains, ``analyze_model`` costs a model's ops, ``profile`` / ``step`` capture a run in code
 and ``load_run`` reads a run record.
+
+Each name is imported when first used (PEP 562), so reading and summarizing a trace does
+not load the diagnosis, capture and model code (about 11 MiB of memory in every process).
 """
 
-from aiprof.analysis.summary import summary
-from aiprof.capture import profile, step
-from aiprof.diagnose import diagnose
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from aiprof.errors import AiprofError, InputError, TraceFormatError, UnsupportedDeviceError
-from aiprof.runrecord import RunRecord, load_run
-from aiprof.tensor.model_analysis import analyze_model
-from aiprof.trace import Trace, TraceSet, load_trace, load_traces
+
+if TYPE_CHECKING:
+    from aiprof.analysis.summary import summary
+    from aiprof.capture import profile, step
+    from aiprof.diagnose import diagnose
+    from aiprof.runrecord import RunRecord, load_run
+    from aiprof.tensor.model_analysis import analyze_model
+    from aiprof.trace import Trace, TraceSet, load_trace, load_traces
+
+_WHERE = {
+    "summary": "aiprof.analysis.summary",
+    "profile": "aiprof.capture",
+    "step": "aiprof.capture",
+    "diagnose": "aiprof.diagnose",
+    "RunRecord": "aiprof.runrecord",
+    "load_run": "aiprof.runrecord",
+    "analyze_model": "aiprof.tensor.model_analysis",
+    "Trace": "aiprof.trace",
+    "TraceSet": "aiprof.trace",
+    "load_trace": "aiprof.trace",
+    "load_traces": "aiprof.trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'aiprof' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "AiprofError",
