@@ -96,6 +96,50 @@ def measure(python: str, code: str, target: Path) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def peak_tree_pss_mib(python: str, code: str, target: Path, interval_s: float = 0.005) -> float:
+    """Peak of the summed PSS of a run's processes (the program and every worker it starts),
+    sampled from outside every ``interval_s``; an extra, untimed run (sampling costs CPU).
+
+    PSS splits pages shared between processes (a forked worker shares the interpreter with
+    its parent), so the sum is the memory the run really holds, not double-counted RSS.
+    """
+    child = subprocess.Popen(
+        [python, "-c", code, str(target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    peak_kib = 0
+    while child.poll() is None:
+        peak_kib = max(peak_kib, sum(_pss_kib(pid) for pid in _tree(child.pid)))
+        time.sleep(interval_s)
+    if child.returncode != 0:
+        raise RuntimeError(f"{python} failed on {target} while sampling memory")
+    return peak_kib / 1024
+
+
+def _tree(pid: int) -> list[int]:
+    pids, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        pids.append(current)
+        try:
+            tasks = Path(f"/proc/{current}/task").iterdir()
+            for task in tasks:
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:  # the process ended meanwhile
+            continue
+    return pids
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return 0
+
+
 def make_rank_set(source: Path, ranks: int, out: Path) -> Path:
     """Write ``ranks`` plain-JSON copies of ``source`` with distributedInfo.rank rewritten."""
     import gzip
@@ -147,6 +191,15 @@ def main() -> int:
                 for name, (python, code) in tools.items():
                     results[name].append(measure(python, code, target))
             _print_table(label, results)
+            memory = {
+                name: peak_tree_pss_mib(python, code, target)
+                for name, (python, code) in tools.items()
+            }
+            print(
+                "peak PSS of all the run's processes (one extra run each, sampled every 5 ms): "
+                + ", ".join(f"{name} {mib:.0f} MiB" for name, mib in memory.items())
+                + f"; {memory['aiprof'] / max(memory.values()):.2f} of the largest"
+            )
     return 0
 
 

@@ -53,8 +53,8 @@ def load_trace(
 
     ``step_annotation`` names a ``record_function`` whose spans delimit iterations when the
     trace has no ``ProfilerStep#N``. A large file is decoded by ``parts`` processes, each
-    taking every ``parts``-th batch (default: one per core, one per 16 MiB of JSON, at most
-    4). Raises ``TraceFormatError`` for anything unreadable.
+    taking every ``parts``-th batch (default: one process below 128 MiB of JSON, else one per
+    core and per 64 MiB, at most 4). Raises ``TraceFormatError`` for anything unreadable.
     """
     file = Path(path)
     if not file.exists():
@@ -265,8 +265,12 @@ def _load_one(file: Path, step_annotation: str | None) -> parcel.Parcel:
 
 
 def _parts_for(file: Path) -> int:
-    """Processes worth using on one file: one per core and per ``split.MIN_BYTES`` of JSON."""
-    return max(1, min(usable_cores(), split.MAX_PARTS, split.json_bytes(file) // split.MIN_BYTES))
+    """Processes worth using on one file: one below ``split.SPLIT_FROM_BYTES`` of JSON, else
+    one per core and per ``split.PART_BYTES``, at most ``split.MAX_PARTS``."""
+    size = split.json_bytes(file)
+    if size < split.SPLIT_FROM_BYTES:
+        return 1
+    return max(1, min(usable_cores(), split.MAX_PARTS, size // split.PART_BYTES))
 
 
 def align(traces: Iterable[Trace]) -> TraceSet:
