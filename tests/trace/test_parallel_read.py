@@ -119,3 +119,25 @@ def test_gzip_size_estimate_reads_the_recorded_length(public_traces: Path) -> No
     import gzip
 
     assert split.json_bytes(path) == len(gzip.decompress(path.read_bytes()))
+
+
+def test_a_bad_rank_among_good_ones_fails_cleanly_and_leaves_no_parcel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from aiprof import load_traces
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # the forked workers inherit it
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank in range(3):
+        _write(ranks / f"rank{rank}.json", _events(2_000))
+    (ranks / "rank1.json").write_text('{"traceEvents": [{"ph": "X", "ts": "soon"}]}')
+    with pytest.raises(TraceFormatError, match=r"rank1\.json"):
+        load_traces(ranks, workers=2)
+    assert list(scratch.iterdir()) == []
+    assert len(load_traces([ranks / "rank0.json", ranks / "rank2.json"], workers=2)) == 2
+    assert list(scratch.iterdir()) == []

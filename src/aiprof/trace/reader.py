@@ -256,8 +256,14 @@ def _read_all(files: list[Path], step_annotation: str | None, workers: int | Non
     if count <= 1:
         return [load_trace(f, step_annotation=step_annotation) for f in files]
     with ProcessPoolExecutor(max_workers=count, mp_context=get_context("fork")) as pool:
-        parcels = pool.map(_load_one, files, [step_annotation] * len(files))
-        return [parcel.unpack(p) for p in parcels]
+        futures = [pool.submit(_load_one, f, step_annotation) for f in files]
+    failed = next((f.exception() for f in futures if f.exception() is not None), None)
+    if failed is not None:  # drop the other files' parcels, then report the first problem
+        for future in futures:
+            if future.exception() is None:
+                parcel.discard(future.result())
+        raise failed
+    return [parcel.unpack(f.result()) for f in futures]
 
 
 def _load_one(file: Path, step_annotation: str | None) -> parcel.Parcel:
