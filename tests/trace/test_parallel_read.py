@@ -37,9 +37,18 @@ def _write(path: Path, events: list[dict[str, object]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("parts", [2, 3])
-def test_split_read_equals_serial_read_on_a_real_trace(public_traces: Path, parts: int) -> None:
-    path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
+@pytest.mark.parametrize(
+    ("trace", "parts"),
+    [
+        ("df_index_resolver/df_index_resolver.json.gz", 2),
+        ("df_index_resolver/df_index_resolver.json.gz", 3),
+        ("nccl_parser_config/nccl_data.json.gz", 2),  # collective names and dtypes renumbered
+    ],
+)
+def test_split_read_equals_serial_read_on_a_real_trace(
+    public_traces: Path, trace: str, parts: int
+) -> None:
+    path = public_traces / trace
     serial = load_trace(path, parts=1)
     assert_same_tables(serial, load_trace(path, parts=parts))
 
