@@ -19,13 +19,15 @@ def expected_count(signals: list[tuple[str, str | None]], steps_from: str | None
         return sum(1 for source, _ in signals if source == "named")
     optimizers = [opt for source, opt in signals if source == "optimizer"]
     first = optimizers[0] if optimizers else None
-    count, explicit = 0, False
+    count, explicit, by_optimizer = 0, False, False
     for source, opt in signals:
         if source == "user":
+            if explicit or not by_optimizer:  # the switch-over closes no new step
+                count += 1
             explicit = True
-            count += 1
         elif source == "optimizer" and not explicit and opt == first:
             count += 1
+            by_optimizer = True
     return count
 
 
@@ -38,7 +40,17 @@ def test_counted_steps_match_a_direct_count(signals, steps_from):
 
 
 @given(SIGNALS)
-def test_user_steps_are_never_dropped(signals):
+def test_user_steps_are_never_dropped_when_they_are_the_only_source(signals):
     policy = StepPolicy(None)
     users = [policy.accept(source, object()) for source, _ in signals if source == "user"]
     assert all(users)
+
+
+def test_optimizer_then_user_steps_make_one_step_per_iteration():
+    """``opt.step(); aiprof.step()`` in a loop: one boundary per iteration, no empty one."""
+    policy, adam = StepPolicy(None), object()
+    boundaries = []
+    for _ in range(4):
+        boundaries.append(policy.accept("optimizer", adam) + policy.accept("user"))
+    assert boundaries == [1, 1, 1, 1]
+    assert policy.source == "user"

@@ -22,7 +22,9 @@ class StepPolicy:
 
     With ``steps_from`` only the named source counts. Otherwise ``aiprof.step()`` wins once
     it has been called, and the optimizer hook counts only the first optimizer that steps
-    (a GAN's two optimizers make one step, not two).
+    (a GAN's two optimizers make one step, not two). The first ``aiprof.step()`` after
+    optimizer-made steps switches over without a boundary of its own: it closes the iteration
+    the optimizer's step already closed.
     """
 
     def __init__(self, steps_from: str | None) -> None:
@@ -37,9 +39,12 @@ class StepPolicy:
         if self.steps_from:
             return source == "named"
         if source == "user":
+            # the first aiprof.step() after optimizer-made steps ends the iteration the
+            # optimizer already ended (``opt.step(); aiprof.step()``): no empty extra step
+            same_iteration = not self._explicit and self.source == "optimizer"
             self._explicit = True
             self.source = "user"
-            return True
+            return not same_iteration
         if source != "optimizer" or self._explicit:
             return False
         if self._optimizer_id is None:
