@@ -47,8 +47,12 @@ def string_ids(objects: list[Any], field: str, ids: dict[str, int]) -> np.ndarra
         out = np.empty(len(objects), dtype=np.int64)
         _columns.intern(objects, _descriptor(type(objects[0]), field), ids, out)
         return out
-    values = list(map(attrgetter(field), objects))
-    for value in dict.fromkeys(values):
+    return intern_values(list(map(attrgetter(field), objects)), ids)
+
+
+def intern_values(values: list[str], ids: dict[str, int]) -> np.ndarray:
+    """The id of each value in ``ids`` (str -> id in insertion order), new ones appended."""
+    for value in dict.fromkeys(values):  # distinct values, first-seen order
         if value not in ids:
             ids[value] = len(ids)
     return np.fromiter(map(ids.__getitem__, values), dtype=np.int64, count=len(values))
@@ -62,12 +66,6 @@ def _numbers(objects: list[Any], field: str, dtype: type, code: bytes) -> np.nda
     return np.fromiter(map(attrgetter(field), objects), dtype=dtype, count=len(objects))
 
 
-_DESCRIPTORS: dict[tuple[type, str], Any] = {}
-
-
 def _descriptor(cls: type, field: str) -> Any:
     """The slot (member descriptor) holding ``field`` in instances of ``cls``."""
-    key = (cls, field)
-    if key not in _DESCRIPTORS:
-        _DESCRIPTORS[key] = getattr(cls, field)
-    return _DESCRIPTORS[key]
+    return getattr(cls, field)

@@ -21,12 +21,11 @@ class StringTable:
     def ids(self, values: Iterable[str]) -> np.ndarray:
         """The id of each value, adding new values to the table."""
         items = values if isinstance(values, list) else list(values)
-        table = self._ids
-        for value in dict.fromkeys(items):  # distinct values, first-seen order
-            if value not in table:
-                table[value] = len(table)
-                self._values = None
-        return np.fromiter(map(table.__getitem__, items), dtype=np.int64, count=len(items))
+        before = len(self._ids)
+        out = fields.intern_values(items, self._ids)
+        if len(self._ids) != before:
+            self._values = None
+        return out
 
     def ids_of(self, objects: list[Any], field: str) -> np.ndarray:
         """The id of each object's string attribute ``field``, adding new values."""
