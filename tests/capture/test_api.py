@@ -67,3 +67,36 @@ def test_a_failing_trace_export_does_not_break_the_script(tmp_path):
     meta = read_meta(out)
     assert meta.ended == "completed" and not meta.capture["trace_written"]
     assert any(note.startswith("trace export failed") for note in meta.notes)
+
+
+def test_unprofiled_steps_are_timed_into_the_trace_and_meta(tmp_path):
+    # GIVEN 5 steps left out of the profile (the default): steps 3-5 are timed on the host
+    import time
+
+    from aiprof.trace import load_trace
+    from aiprof.trace.capture_timing import KEY, unprofiled_steps_us
+
+    def slow_step() -> None:  # at least 2 ms a step, so the timing has something to find
+        time.sleep(0.002)
+        p.step()
+
+    with profile(tmp_path / "r", skip_steps=5, warmup_steps=1, active_steps=2,
+                 sample_gpus=False) as p:
+        train(8, slow_step)
+    # THEN the trace carries them (the diagnosis reads them there) and so does meta.json
+    raw = raw_trace(tmp_path / "r" / "rank0.trace.json.gz")
+    assert raw[KEY]["clock"] == ("cuda_events" if torch.cuda.is_available() else "host")
+    times = unprofiled_steps_us(load_trace(tmp_path / "r" / "rank0.trace.json.gz"))
+    assert len(times) == 3 and all(t >= 2000.0 for t in times)
+    meta = read_meta(tmp_path / "r")
+    assert meta.capture["unprofiled_step_us"] == pytest.approx(times, abs=1e-3)
+
+
+def test_too_few_unprofiled_steps_write_no_timing(tmp_path):
+    from aiprof.trace.capture_timing import KEY
+
+    with profile(tmp_path / "r", skip_steps=2, warmup_steps=1, active_steps=1,
+                 sample_gpus=False) as p:
+        train(5, p.step)
+    assert KEY not in raw_trace(tmp_path / "r" / "rank0.trace.json.gz")
+    assert read_meta(tmp_path / "r").capture["unprofiled_step_us"] == []

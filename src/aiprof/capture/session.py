@@ -6,6 +6,7 @@ torch is imported only when a session starts.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 from aiprof.capture import environment, nvml
 from aiprof.capture.options import CaptureOptions
 from aiprof.capture.sampler import Clock, NvmlSampler, SamplerOptions, SystemClock
+from aiprof.capture.step_timer import StepTimer
 from aiprof.capture.steps import (
     StepPolicy,
     install_function_hook,
@@ -25,6 +27,7 @@ from aiprof.capture.steps import (
 from aiprof.capture.tee import OutputTee
 from aiprof.errors import MissingDependencyError
 from aiprof.runrecord import SAMPLES_FILE, RunMeta, stdout_file_name, trace_file_name, write_meta
+from aiprof.trace import capture_timing
 
 
 def import_torch() -> Any:
@@ -80,6 +83,7 @@ class _State:
     prepared: bool = False
     step_range: Any = None
     trace_written: bool = False
+    unprofiled_step_us: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     uninstallers: list[Callable[[], None]] = field(default_factory=list)
 
@@ -109,6 +113,7 @@ class CaptureSession:
         self._policy = StepPolicy(options.steps_from)
         self._state = _State()
         self._profiler: Any = None
+        self._timer: StepTimer | None = None
         self._sampler: NvmlSampler | None = None
         self._nvml: nvml.NvmlHandle | None = None
         self._nvml_versions: dict[str, str] = {}
@@ -129,6 +134,8 @@ class CaptureSession:
             self._tee = OutputTee(self.run_dir / stdout_file_name(self.ranks.rank))
             self._start_sampler()
             self._profiler = self._make_profiler(torch)
+            if not self.options.duration_mode:
+                self._timer = StepTimer(torch)
             self._watch_other_profilers(torch)
             self._install_step_hooks()
             if not self.options.duration_mode or self.options.delay_s == 0:
@@ -274,8 +281,24 @@ class CaptureSession:
             return
         if self.options.duration_mode:
             self._open_step_range()
-        else:
-            self._profiler.step()
+            return
+        unprofiled = self._state.num_steps <= self.options.skip_steps
+        if unprofiled and self._timer is not None:
+            self._timer.mark()
+        self._profiler.step()
+        if unprofiled and self._state.num_steps == self.options.skip_steps:
+            self._write_step_timing()
+
+    def _write_step_timing(self) -> None:
+        """Put the unprofiled step times into the trace (the profiler has just started, so
+        Kineto takes metadata) and keep them for ``meta.json``."""
+        if self._timer is None:
+            return
+        times = self._timer.step_times_us()
+        self._state.unprofiled_step_us = times
+        if times:
+            document = capture_timing.timing_document(self._timer.clock, times)
+            self._profiler.add_metadata_json(capture_timing.KEY, json.dumps(document))
 
     # -- stop ------------------------------------------------------------------------------
     def stop(self, outcome: Outcome) -> RunMeta:
@@ -341,6 +364,8 @@ class CaptureSession:
             num_steps_seen=self._state.num_steps,
             step_source=self._policy.source,
             trace_written=self._state.trace_written,
+            unprofiled_step_us=[round(t, 3) for t in self._state.unprofiled_step_us],
+            step_timing_clock=self._timer.clock if self._timer else None,
         )
         return settings
 
