@@ -3,20 +3,24 @@
     OUT=/some/dir python3 scripts/h200/diagnose_suite.py            # every case
     OUT=/some/dir python3 scripts/h200/diagnose_suite.py item_sync  # some cases
 
-For each case: time the planted and the fixed version WITHOUT the profiler (CUDA events
-around each step, median of the measured steps; CPU-side work such as the DataLoader is
-inside the events because the GPU reaches the end event only after the step's launches),
-then record a short torch.profiler trace (record_shapes, 3 active steps, gzip) of the planted
-version. Writes $OUT/diagnose/<case>.trace.json.gz and $OUT/diagnose/labels.json
-(case, category, planted/fixed step ms, measured_speedup, gain_pct = 100 * (1 - fixed/planted),
-per sample for the batch-size case). Needs only torch (no aiprof). Stops starting new cases
-after DIAGNOSE_BUDGET_S seconds (default 80) so it ends within 90 s; errors are reported per
-case and never stop the others.
+For each case: time the planted and the fixed version WITHOUT the profiler, alternately
+(rounds of planted then fixed; each a median of 8 steps after 3 warm-up, CUDA events around
+each step; CPU-side work such as the DataLoader is inside the events because the GPU reaches
+the end event only after the step's launches), and between those rounds record the planted
+version with aiprof's capture (``aiprof.profile`` with its defaults: 5 unprofiled steps it
+times itself, 1 warm-up, 3 recorded; record_shapes, profile_memory) as a user of
+``aiprof run`` would. ROUNDS_BEFORE rounds come before the capture and ROUNDS_AFTER after it,
+so that a machine whose speed drifts within the case is measured around the recording.
+Writes $OUT/$DIAGNOSE_DIR/<case>.trace.json.gz (DIAGNOSE_DIR defaults to "diagnose") and
+labels.json beside it (case, category, planted/fixed step ms as the median over the rounds,
+each round's gain, measured_speedup, gain_pct = 100 * (1 - fixed/planted), per sample for the
+batch-size case, and the capture's own unprofiled step times). Needs torch and aiprof's source
+(PYTHONPATH=src). Stops starting new cases after DIAGNOSE_BUDGET_S seconds (default 240);
+errors are reported per case and never stop the others.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -33,6 +37,7 @@ from torch import nn
 
 DEV = "cuda"
 WARMUP, MEASURE = 3, 8
+ROUNDS_BEFORE, ROUNDS_AFTER = 2, 2
 Step = Callable[[], None]
 
 
@@ -51,22 +56,35 @@ def timed(step: Step, warmup: int = WARMUP, measure: int = MEASURE) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
-def profile(step: Step, path: Path) -> None:
-    """Three active ProfilerSteps of ``step`` into a gzip Kineto trace."""
-    from torch.profiler import ProfilerActivity, schedule
+def profile(step: Step, path: Path) -> list[float]:
+    """Capture ``step`` with ``aiprof.profile`` (its default schedule) into a gzip trace;
+    returns the unprofiled step times (µs) the capture measured and wrote into the trace."""
+    import tempfile
 
-    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=acts, record_shapes=True,
-                                schedule=schedule(wait=1, warmup=1, active=3)) as prof:
-        for _ in range(5):
-            step()
-            prof.step()
-    torch.cuda.synchronize()
-    raw = path.with_suffix("")  # .trace.json
-    prof.export_chrome_trace(str(raw))
-    with open(raw, "rb") as src, gzip.open(path, "wb", compresslevel=6) as dst:
-        shutil.copyfileobj(src, dst)
-    raw.unlink()
+    from aiprof.capture.api import profile as aiprof_profile
+    from aiprof.capture.options import CaptureOptions
+
+    options = CaptureOptions()
+    steps = options.skip_steps + options.warmup_steps + options.active_steps
+    with tempfile.TemporaryDirectory() as folder:
+        run_dir = Path(folder) / "run"
+        with aiprof_profile(out=run_dir, name=path.stem, sample_gpus=False) as capture:
+            for _ in range(steps):
+                step()
+                capture.step()
+        torch.cuda.synchronize()
+        shutil.copyfile(run_dir / "rank0.trace.json.gz", path)
+        meta = json.loads((run_dir / "meta.json").read_text())
+    return list(meta["capture"].get("unprofiled_step_us", []))
+
+
+def timed_rounds(planted: Step, fixed: Step, rounds: int) -> tuple[list[float], list[float]]:
+    """Planted then fixed, ``rounds`` times: each round's median step time (ms) of each."""
+    planted_ms, fixed_ms = [], []
+    for _ in range(rounds):
+        planted_ms.append(timed(planted))
+        fixed_ms.append(timed(fixed))
+    return planted_ms, fixed_ms
 
 
 def conv_stack(channels: int, layers: int) -> nn.Module:
@@ -331,14 +349,23 @@ def run_case(name: str, category: str, build: Callable[[], tuple[Step, Step, flo
              out: Path) -> dict[str, object]:
     torch.manual_seed(0)
     planted, fixed, planted_scale, fixed_scale = build()
-    planted_ms, fixed_ms = timed(planted), timed(fixed)
+    planted_rounds, fixed_rounds = timed_rounds(planted, fixed, ROUNDS_BEFORE)
+    capture_us = profile(planted, out / f"{name}.trace.json.gz")
+    after = timed_rounds(planted, fixed, ROUNDS_AFTER)
+    planted_rounds, fixed_rounds = planted_rounds + after[0], fixed_rounds + after[1]
+    planted_ms, fixed_ms = statistics.median(planted_rounds), statistics.median(fixed_rounds)
     per_planted, per_fixed = planted_ms * planted_scale, fixed_ms * fixed_scale
-    profile(planted, out / f"{name}.trace.json.gz")
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's defaults again
     torch.backends.cuda.matmul.allow_tf32 = False
     return {
         "case": name, "category": category, "trace": f"{name}.trace.json.gz",
         "planted_step_ms": round(planted_ms, 4), "fixed_step_ms": round(fixed_ms, 4),
+        "planted_rounds_ms": [round(t, 4) for t in planted_rounds],
+        "fixed_rounds_ms": [round(t, 4) for t in fixed_rounds],
+        "rounds_before_capture": ROUNDS_BEFORE,
+        "round_gain_pct": [round(100.0 * (1.0 - (f * fixed_scale) / (p * planted_scale)), 2)
+                           for p, f in zip(planted_rounds, fixed_rounds, strict=True)],
+        "capture_unprofiled_step_ms": [round(t / 1000.0, 4) for t in capture_us],
         "per_sample": planted_scale != 1.0,
         "measured_speedup": round(per_planted / per_fixed, 4),
         "gain_pct": round(100.0 * (1.0 - per_fixed / per_planted), 2),
@@ -346,17 +373,20 @@ def run_case(name: str, category: str, build: Callable[[], tuple[Step, Step, flo
 
 
 def main(argv: list[str]) -> int:
-    out = Path(os.environ.get("OUT", "out")) / "diagnose"
+    out = Path(os.environ.get("OUT", "out")) / os.environ.get("DIAGNOSE_DIR", "diagnose")
     out.mkdir(parents=True, exist_ok=True)
     if not torch.cuda.is_available():
         print("diagnose_suite: no CUDA device; nothing measured")
         return 0
-    budget = float(os.environ.get("DIAGNOSE_BUDGET_S", "80"))
+    budget = float(os.environ.get("DIAGNOSE_BUDGET_S", "240"))
     wanted = argv or list(CASES)
     began = time.monotonic()
     labels: dict[str, object] = {
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-        "method": f"CUDA events, median of {MEASURE} steps after {WARMUP} warm-up, no profiler",
+        "method": f"CUDA events, no profiler: rounds of planted then fixed, each the median of "
+                  f"{MEASURE} steps after {WARMUP} warm-up, {ROUNDS_BEFORE} before and "
+                  f"{ROUNDS_AFTER} after the trace's capture by aiprof.profile (default "
+                  "schedule); gain from the medians of the rounds",
         "cases": [],
     }
     for name in wanted:

@@ -65,8 +65,9 @@ class TraceBuilder:
             "dur": dur, "args": {"device": 0, "stream": stream, "correlation": corr,
                                  "bytes": nbytes}})
 
-    def write(self, path: Path) -> Path:
-        doc = {"schemaVersion": 1, "deviceProperties": [H200_PROPS], "traceEvents": self.events}
+    def write(self, path: Path, **metadata: Any) -> Path:
+        doc = {"schemaVersion": 1, "deviceProperties": [H200_PROPS], "traceEvents": self.events,
+               **metadata}
         with gzip.open(path, "wt") as f:
             json.dump(doc, f)
         return path
@@ -104,3 +105,24 @@ def gpu_bound(path: Path, steps: int = 3, kernels: int = 20, kernel_us: float = 
         b.step(s, start, end - start)
         t = end + 1
     return b.write(path)
+
+
+def cpu_bound_with_ops(path: Path, steps: int = 3, launches: int = 20, ops_per_launch: int = 4,
+                       op_gap_us: float = 10.0, **metadata: Any) -> tuple[Path, int]:
+    """Each launch preceded by ``ops_per_launch`` recorded CPU ops ``op_gap_us`` apart: a
+    launch-bound step whose CPU time is all in recorded events. Returns the path and the
+    number of recorded CPU-side events per step (ops and launch calls)."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(steps):
+        start = t
+        for _ in range(launches):
+            for _ in range(ops_per_launch):
+                b.cpu_op("aten::add", t, 2.0)
+                t += op_gap_us
+            b.kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor>", t,
+                     t + 4.0 + 2.0, 3.0, launch_dur=4.0)
+            t += 5.0
+        b.step(s, start, t - start + 10.0)
+        t += 11.0
+    return b.write(path, **metadata), launches * (ops_per_launch + 1)

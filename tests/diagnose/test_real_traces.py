@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
 import pytest
 
 from aiprof.analysis.breakdown import gpu_busy_pct
-from aiprof.diagnose import diagnose
+from aiprof.diagnose import DiagnoseOptions, diagnose
 from aiprof.diagnose.finding import CATEGORIES, HOST_SIDE
 from aiprof.trace import load_trace, load_traces
 
@@ -57,45 +56,82 @@ def test_healthy_h200_traces_have_no_host_side_finding(path: Path) -> None:
             assert finding.estimated_gain_pct <= 100.0 - gpu_busy_pct(trace) + 1e-6
 
 
-def _suite_cases() -> list[dict[str, object]]:
-    if not LABELS.is_file():
+def _suite_cases(folder: Path = SUITE) -> list[dict[str, object]]:
+    labels = folder / "labels.json"
+    if not labels.is_file():
         return []
-    cases = json.loads(LABELS.read_text())["cases"]
-    return [c for c in cases if "error" not in c and (SUITE / str(c["trace"])).is_file()]
+    cases = json.loads(labels.read_text())["cases"]
+    return [{**c, "path": folder / str(c["trace"])} for c in cases
+            if "error" not in c and (folder / str(c["trace"])).is_file()]
 
 
 needs_suite = pytest.mark.skipif(not _suite_cases(), reason="H200 suite data not recorded yet")
 PLANTED = [c for c in _suite_cases() if c["category"] != "none"]
 
 
-# Re-recorded on the H200 (2026-11-30) as a single cause (one element read back after each of
-# 12 bf16 GEMMs): removing the syncs gains 17.0%; aiprof ranks host_sync first but estimates
-# 28.5%, outside the +-30% band. A known miss, checked strictly so a fix shows up.
-GAIN_MISSES = {"item_sync_per_layer": "host_sync gain overestimated (28.5% vs 17.0%)"}
-
-
-def _case(case: dict[str, object], misses: dict[str, str] | None = None) -> object:
-    reason = (misses or {}).get(str(case["case"]))
-    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-    return pytest.param(case, id=str(case["case"]), marks=marks)
+def _case(case: dict[str, object]) -> object:
+    return pytest.param(case, id=str(case["case"]))
 
 
 @needs_suite
 @pytest.mark.parametrize("case", [_case(c) for c in PLANTED])
 def test_top_finding_is_the_planted_cause(case: dict[str, object]) -> None:
-    result = diagnose(SUITE / str(case["trace"]))
-    assert result.findings, result.verdict
-    assert result.findings[0].category == case["category"]
+    _assert_top_finding(diagnose(SUITE / str(case["trace"])), case)
+
+
+def _assert_top_finding(result: object, case: dict[str, object]) -> None:
+    assert result.findings, result.verdict  # type: ignore[attr-defined]
+    assert result.findings[0].category == case["category"]  # type: ignore[attr-defined]
 
 
 @needs_suite
-@pytest.mark.parametrize("case", [_case(c, GAIN_MISSES) for c in PLANTED])
+@pytest.mark.parametrize("case", [_case(c) for c in PLANTED])
 def test_estimated_gain_within_30_pct_of_measured(case: dict[str, object]) -> None:
-    result = diagnose(SUITE / str(case["trace"]))
-    found = {f.category: f.estimated_gain_pct for f in result.findings}
+    """Each trace carries the unprofiled step times its capture measured (aiprof.profile):
+    the profiler's cost is fitted to them, as for any ``aiprof run`` record."""
+    _assert_within_30_pct(diagnose(SUITE / str(case["trace"])), case)
+
+
+def _assert_within_30_pct(result: object, case: dict[str, object]) -> None:
+    found = {f.category: f.estimated_gain_pct for f in result.findings}  # type: ignore[attr-defined]
     measured = float(case["gain_pct"])  # type: ignore[arg-type]
     estimated = found.get(str(case["category"]), 0.0)
     assert abs(estimated - measured) <= 0.3 * abs(measured), (estimated, measured)
+
+
+MORE_SUITES = SUITE / "more_suites"
+"""Three more recordings of the whole suite the same morning (docs/diagnose.md)."""
+KNOWN_MISSES = {
+    ("b", "item_sync_per_layer", "gain"): "23.7% against 17.9%: recorded before the timed "
+    "rounds were split around the capture; the capture's unprofiled steps (3.04-3.12 ms) came "
+    "after rounds of 2.71-2.98 ms",
+    ("d", "empty_cache_each_step", "top"): "allocator_churn 33.3% (measured 45.1%) under "
+    "cpu_bound 45.7%: removing empty_cache() saves more CPU time than its cudaMalloc/cudaFree "
+    "calls take in the trace, and the rest is counted as launch overhead",
+}
+
+
+def _more_cases(check: str) -> list[object]:
+    params = []
+    for folder in sorted(p for p in MORE_SUITES.iterdir() if p.is_dir()) if MORE_SUITES.is_dir() \
+            else []:
+        for case in _suite_cases(folder):
+            if case["category"] == "none":
+                continue
+            reason = KNOWN_MISSES.get((folder.name, str(case["case"]), check))
+            marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+            params.append(pytest.param(case, id=f"{folder.name}/{case['case']}", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("case", _more_cases("top"))
+def test_top_finding_in_the_other_recordings(case: dict[str, object]) -> None:
+    _assert_top_finding(diagnose(case["path"]), case)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", _more_cases("gain"))
+def test_gain_within_30_pct_in_the_other_recordings(case: dict[str, object]) -> None:
+    _assert_within_30_pct(diagnose(case["path"]), case)  # type: ignore[arg-type]
 
 
 @needs_suite
@@ -152,13 +188,22 @@ def test_findings_are_sorted_by_estimated_gain(case: dict[str, object]) -> None:
 
 
 REPEATS = SUITE / "item_sync_repeats"
+"""The .item() case recorded 7 times on 2026-11-30 with plain torch.profiler (no timing)."""
+CAPTURED = SUITE / "item_sync_captured"
+"""The .item() case recorded 8 times on 2026-12-01 by aiprof.profile in fresh processes."""
 
 
-@pytest.mark.parametrize("trace", sorted(REPEATS.glob("*.trace.json.gz")), ids=lambda p: p.name)
-def test_syncs_outrank_cuda_graphs_while_graphs_cannot_capture_them(trace: Path) -> None:
-    """Three more recordings of the .item() case: host_sync first by its gain; cpu_bound counts
-    only what graphs add once the syncs are gone (the step is then GPU-bound: little)."""
-    result = diagnose(trace)
+def _recordings(folder: Path) -> list[object]:
+    cases = json.loads((folder / "labels.json").read_text())["cases"]
+    return [pytest.param({**c, "path": folder / str(c["trace"])}, id=str(c["trace"]))
+            for c in cases]
+
+
+@pytest.mark.parametrize("case", _recordings(REPEATS) + _recordings(CAPTURED))
+def test_syncs_outrank_cuda_graphs_while_graphs_cannot_capture_them(case: dict) -> None:
+    """Every recording of the .item() case: host_sync first by its gain; cpu_bound counts only
+    what graphs add once the syncs are gone (the step is then GPU-bound: little)."""
+    result = diagnose(case["path"])
     assert result.findings[0].category == "host_sync"
     graphs = next((f for f in result.findings if f.category == "cpu_bound"), None)
     if graphs is not None:
@@ -166,43 +211,29 @@ def test_syncs_outrank_cuda_graphs_while_graphs_cannot_capture_them(trace: Path)
         assert graphs.estimated_gain_pct < result.findings[0].estimated_gain_pct - 10.0
 
 
-def _item_recordings() -> list[dict[str, object]]:
-    first = next(c for c in _suite_cases() if c["case"] == "item_sync_per_layer")
-    repeats = json.loads((REPEATS / "labels.json").read_text())["cases"]
-    return [{**first, "path": SUITE / str(first["trace"])}] + [
-        {**c, "path": REPEATS / str(c["trace"])} for c in repeats
-    ]
+@pytest.mark.parametrize("case", _recordings(CAPTURED))
+def test_item_case_in_fresh_processes_within_30_pct(case: dict) -> None:
+    """Eight more captures of the .item() case, each with its capture's own unprofiled timing."""
+    result = diagnose(case["path"])
+    assert result.profiler["source"] == "fitted"
+    _assert_within_30_pct(result, case)
+
+
+@pytest.mark.parametrize("case", _recordings(REPEATS))
+def test_item_case_plain_traces_within_30_pct_given_the_unprofiled_step(case: dict) -> None:
+    """The 2026-11-30 torch.profiler recordings carry no timing; given the unprofiled step the
+    suite measured beside each (as a user who timed the step passes --unprofiled-step-ms),
+    the profiler's cost is fitted to it: 1.8 to 13.6 µs per event between these recordings."""
+    options = DiagnoseOptions(unprofiled_step_us=1000.0 * float(case["planted_step_ms"]))
+    result = diagnose(case["path"], options)
+    assert result.profiler["source"] == "fitted"
+    _assert_within_30_pct(result, case)
 
 
 @needs_suite
 def test_repeated_recordings_show_how_much_the_measured_gain_itself_varies() -> None:
-    """The documented spread (docs/diagnose.md): one case, eight recordings the same morning."""
-    gains = sorted(float(c["gain_pct"]) for c in _item_recordings())  # type: ignore[arg-type]
-    assert len(gains) == 8 and gains[0] < 16.0 and gains[-1] > 25.0
-
-
-@needs_suite
-def test_item_case_pooled_over_recordings_is_within_30_pct() -> None:
-    """Median estimate against median measured gain over the eight recordings (each recording
-    alone misses in 6 of 8: docs/diagnose.md, item_sync_per_layer)."""
-    recordings = _item_recordings()
-    measured = statistics.median(float(c["gain_pct"]) for c in recordings)  # type: ignore[arg-type]
-    estimated = statistics.median(
-        next(f.estimated_gain_pct for f in diagnose(c["path"]).findings
-             if f.category == "host_sync")
-        for c in recordings
-    )
-    assert abs(estimated - measured) <= 0.3 * measured, (estimated, measured)
-
-
-def test_profiler_overhead_default_lies_in_the_measured_range() -> None:
-    """DiagnoseOptions.profiler_overhead_us against torch.profiler's cost measured on the H200."""
-    from aiprof.diagnose.context import DiagnoseOptions
-
-    calls = json.loads((SUITE / "profiler_overhead_h200.json").read_text())["calls"]
-    measured = {name: c for name, c in calls.items() if "error" not in c}
-    per_op = {name: c["overhead_us"] / c["cpu_ops_per_call"] for name, c in measured.items()}
-    default = DiagnoseOptions().profiler_overhead_us
-    assert min(per_op.values()) <= default <= max(per_op.values())
-    # the item case's own layer (a GEMM and two element reads, 18 recorded ops)
-    assert per_op["item_sync_layer"] == pytest.approx(default, rel=0.3)
+    """The documented spread (docs/diagnose.md): one case, nineteen recordings on two days."""
+    folders = [REPEATS, CAPTURED, SUITE] + sorted(p for p in MORE_SUITES.iterdir() if p.is_dir())
+    gains = sorted(float(c["gain_pct"]) for f in folders for c in _suite_cases(f)  # type: ignore[arg-type]
+                   if c["case"] == "item_sync_per_layer")
+    assert len(gains) == 19 and gains[0] < 16.0 and gains[-1] > 30.0

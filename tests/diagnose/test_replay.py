@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,39 +35,57 @@ def timeline(launch: list[float], dur: list[float], syncs: list[tuple[float, flo
         sync_id=np.array(list(range(n)) + list(range(100, 100 + m)))[order],
         start_us=0.0, end_us=end if end is not None else max(ends.max(), 0.0),
         cpu_stop_us=end if end is not None else max(ends.max(), 0.0),
-        latency_us=latency, gap_us=gap, num_streams=1, measured_us=0.0,
+        latency_us=latency, gap_us=np.full(n + m, gap), num_streams=1, measured_us=0.0,
     )
 
 
 def test_gpu_bound_queue_is_sum_of_durations() -> None:
     # GIVEN launches at 0, 1, 2 (each call 1 µs) of 10 µs kernels, no latency
     tl = timeline([0.0, 1.0, 2.0], [10.0, 10.0, 10.0])
-    # THEN the queue runs back to back: 30 µs
-    assert replay(tl) == 30.0
+    # THEN the first starts when its call returns (1) and the queue runs back to back
+    assert replay(tl) == 31.0
 
 
 def test_launch_bound_step_follows_the_cpu() -> None:
-    # kernels of 1 µs launched every 10 µs, latency 2: last starts at 20 + 2, ends at 23
+    # kernels of 1 µs launched every 10 µs (calls of 1 µs), latency 2 after the call returns:
+    # the last is submitted at 21, starts at 23, ends at 24
     tl = timeline([0.0, 10.0, 20.0], [1.0, 1.0, 1.0], latency=2.0)
-    assert replay(tl) == 23.0
+    assert replay(tl) == 24.0
     # CUDA graphs: CPU work between launches gone -> launches at 0, 1, 2 (call time kept)
-    assert replay(tl, Change(launch_work_scale=0.0)) < 23.0
+    assert replay(tl, Change(launch_work_scale=0.0)) < 24.0
 
 
 def test_dropping_a_sync_lets_the_cpu_run_ahead() -> None:
-    # kernel 0 (50 µs) launched at 0; sync from 1 to 52; kernel 1 launched at 60
+    # kernel 0 (50 µs) launched at 0 (runs 1..51); sync from 1 to 52; kernel 1 launched at 60
     tl = timeline([0.0, 60.0], [50.0, 50.0], syncs=[(1.0, 52.0)])
     base = replay(tl)
-    assert base == 108.0  # GPU done at 50, then the 8 µs of CPU work (52..60), then 50
-    # without the sync the CPU work between is 8 µs (52..60) after the launch call's end (1)
-    assert replay(tl, Change(unblocked=frozenset({100}))) == 100.0  # queued behind kernel 0
+    assert base == 110.0  # CPU released at 51, 8 µs of work (52..60), call to 61, then 50
+    # without the sync the 8 µs of work follow the first call's end (1): queued behind kernel 0
+    assert replay(tl, Change(unblocked=frozenset({100}))) == 101.0
 
 
 def test_removed_cpu_time_shifts_later_launches() -> None:
     tl = timeline([0.0, 100.0], [5.0, 5.0])
     removed = iv.union(np.array([10.0]), np.array([60.0]))
-    assert replay(tl) == 105.0
+    assert replay(tl) == 106.0
+    assert replay(tl, Change(removed_cpu=removed)) == 56.0
+
+
+def test_removed_cpu_time_inside_a_launch_call_is_gone_too() -> None:
+    # the second launch call (100..101) lies inside a removed span: it costs nothing
+    tl = timeline([0.0, 100.0], [5.0, 5.0])
+    removed = iv.union(np.array([50.0]), np.array([101.0]))
     assert replay(tl, Change(removed_cpu=removed)) == 55.0
+
+
+def test_profiler_cost_comes_out_of_work_gaps_and_calls() -> None:
+    # launches at 0 and 100 (1 µs calls); four recorded CPU events between them
+    tl = replace(timeline([0.0, 100.0], [5.0, 5.0]),
+                 recorded_starts_us=np.array([10.0, 20.0, 30.0, 40.0]))
+    assert replay(tl) == 106.0
+    # 2 µs per event: 8 µs out of the 99 µs gap, and each 1 µs call becomes free: the second
+    # kernel is submitted at 91 and ends at 96
+    assert replay(replace(tl, profiler_overhead_us=2.0)) == 96.0
 
 
 def test_covered_between_matches_brute_force() -> None:

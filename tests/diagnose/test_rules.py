@@ -65,6 +65,36 @@ def test_per_layer_sync_is_host_sync(tmp_path: Path) -> None:
     assert result.findings[0].estimated_gain_pct == pytest.approx(expected, abs=3.0)
 
 
+def test_scalar_reads_go_with_their_copies_and_cpu_time(tmp_path: Path) -> None:
+    """``.item()`` after each layer: the fix keeps the value on the GPU, so the replay drops
+    the read's CPU time and its device-to-host copy, not only the wait."""
+    from aiprof.analysis import intervals as iv
+    from aiprof.diagnose.context import Context, DiagnoseOptions
+    from aiprof.diagnose.host_rules import _sync_change
+
+    b = TraceBuilder()
+    t, layers = 0.0, 10
+    for _ in range(layers):
+        b.kernel(GEMM, t, t + 10, 200.0, launch_dur=4.0)  # runs 10..210 after t
+        b.cpu_op("aten::item", t + 5, 220.0)
+        b.cpu_op("aten::_local_scalar_dense", t + 6, 218.0)
+        b.memcpy("Memcpy DtoH (Device -> Pinned)", t + 8, 3.0, t + 212, 2.0, 2)
+        b.runtime("cudaStreamSynchronize", t + 12, 205.0)  # returns at t + 217
+        t += 5 + 220 + 40  # 40 µs of Python after the read
+    b.step(0, 0.0, t)
+    trace = load_trace(b.write(tmp_path / "t.json.gz"))
+    ctx = Context(trace, DiagnoseOptions(profiler_overhead_us=0.0))
+    change = _sync_change(ctx)
+    assert change is not None and len(change.gpu_dur_us) == layers  # every copy removed
+    assert set(change.gpu_dur_us.values()) == {0.0}
+    assert iv.length(change.removed_cpu) == pytest.approx(layers * 220.0)  # the item spans
+    # the GEMMs then queue back to back (1.5 µs turnaround, H200 default): 10 x 200 µs
+    expected = 100.0 * (1.0 - (10.0 + layers * 200.0 + (layers - 1) * 1.5) / t)
+    found = {f.category: f for f in diagnose(trace, DiagnoseOptions(profiler_overhead_us=0.0))
+             .findings}
+    assert found["host_sync"].estimated_gain_pct == pytest.approx(expected, abs=2.0)
+
+
 def test_pageable_copy_is_h2d_transfer(tmp_path: Path) -> None:
     b = TraceBuilder()
     nbytes = 64_000_000  # 64 MB at 10 GB/s: 6.4 ms; at H200's 64 GB/s per direction: 1 ms

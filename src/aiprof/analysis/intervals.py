@@ -74,3 +74,12 @@ def between(intervals: Intervals, lo: float, hi: float) -> Intervals:
     starts, ends = np.maximum(intervals[0], lo), np.minimum(intervals[1], hi)
     keep = ends > starts
     return starts[keep], ends[keep]
+
+
+def contains(intervals: Intervals, at: np.ndarray) -> np.ndarray:
+    """Per time in ``at``: inside one of the (normalized) intervals, ``[start, end)``."""
+    starts, ends = intervals
+    if len(starts) == 0:
+        return np.zeros(len(at), dtype=bool)
+    i = np.searchsorted(starts, at, side="right") - 1
+    return (i >= 0) & (at < ends[np.maximum(i, 0)])

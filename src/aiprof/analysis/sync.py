@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiprof.analysis import intervals as iv
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.analysis.step_breakdown import in_window
 from aiprof.trace import Trace
@@ -91,6 +92,19 @@ def sync_points(trace: Trace) -> SyncPoints:
         num_scalar_ops=int(scalar.sum()),
         num_steps=win.num_steps,
     )
+
+
+def scalar_reads(trace: Trace, at_us: np.ndarray) -> iv.Intervals:
+    """CPU spans of the scalar reads (``aten::item`` with its ``_local_scalar_dense``, merged)
+    that contain one of the times ``at_us`` (sync calls): the reads that synchronized."""
+    ops = trace.cpu_ops
+    scalar = trace.strings.mask(ops.name_id, SCALAR_OP)
+    starts, ends = iv.union(ops.ts_us[scalar], ops.end_us[scalar])
+    if len(starts) == 0 or len(at_us) == 0:
+        return iv.EMPTY
+    hit = np.searchsorted(starts, at_us, side="right") - 1
+    keep = np.unique(hit[iv.contains((starts, ends), at_us)])
+    return starts[keep], ends[keep]
 
 
 def _idle_after(trace: Trace, rows: np.ndarray, at_us: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.cli._command import Command
+from aiprof.errors import InputError
 
 
 def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
@@ -33,9 +34,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
                         help="drop findings whose estimated gain is below PCT (default 1)")
     add_ceilings_argument(parser)
-    parser.add_argument("--profiler-overhead", type=float, default=2.6, metavar="US",
-                        help="CPU µs the profiler added per recorded op, taken out of the "
-                             "replay (default 2.6, measured on an H200 host; 0: as recorded)")
+    add_profiler_arguments(parser)
+
+
+def add_profiler_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--unprofiled-step-ms`` and ``--profiler-overhead`` (shared with ``aiprof report``)."""
+    parser.add_argument("--unprofiled-step-ms", type=float, metavar="MS",
+                        help="the step's time measured without the profiler: the profiler's "
+                             "cost per event is fitted to it (default: the time an aiprof "
+                             "capture wrote into the trace)")
+    parser.add_argument("--profiler-overhead", type=float, metavar="US",
+                        help="CPU µs the profiler added per recorded op or runtime call, taken "
+                             "out of the replay (default: fitted, else 2.6; 0: as recorded)")
+
+
+def profiler_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``DiagnoseOptions`` fields of ``add_profiler_arguments``."""
+    step_ms = args.unprofiled_step_ms
+    if step_ms is not None and not step_ms > 0:
+        raise InputError(f"--unprofiled-step-ms must be a positive time in ms, got {step_ms:g}")
+    return {"profiler_overhead_us": args.profiler_overhead,
+            "unprofiled_step_us": step_ms * 1000.0 if step_ms is not None else None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.report.terminal import console
 
     options = DiagnoseOptions(min_gain_pct=args.min_gain, ceilings=read_ceilings(args),
-                              profiler_overhead_us=args.profiler_overhead)
+                              **profiler_options(args))
     result = diagnose(args.target, options)
     if args.json:
         print(dumps(result.document()))

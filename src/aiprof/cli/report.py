@@ -6,7 +6,12 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
-from aiprof.cli.diagnose import add_ceilings_argument, read_ceilings
+from aiprof.cli.diagnose import (
+    add_ceilings_argument,
+    add_profiler_arguments,
+    profiler_options,
+    read_ceilings,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="also print the diagnosis as aiprof.diagnosis/1 JSON")
     add_ceilings_argument(parser)
+    add_profiler_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.report.jsonout import dumps
     from aiprof.trace import load_traces
 
-    options = DiagnoseOptions(ceilings=read_ceilings(args))
+    options = DiagnoseOptions(ceilings=read_ceilings(args), **profiler_options(args))
     title = f"aiprof report: {Path(args.target).name}"
     data = report_data(load_traces(args.target), title, options)
     try:

@@ -16,6 +16,7 @@ from aiprof.analysis.occupancy import OccupancyResult, occupancy_pass
 from aiprof.analysis.shapes import ShapesResult, misaligned_shapes
 from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
+from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US, Calibration, fit_overhead
 from aiprof.diagnose.replay import Change, Timeline, replay
 from aiprof.diagnose.timeline import build_timeline
 from aiprof.errors import AiprofError, InputError
@@ -23,6 +24,7 @@ from aiprof.gpu.trace_occupancy import trace_spec
 from aiprof.hardware import GpuSpec
 from aiprof.tensor.ceilings_model import Ceilings
 from aiprof.trace import Trace
+from aiprof.trace.capture_timing import unprofiled_step_us
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,11 +40,14 @@ class DiagnoseOptions:
     ceilings: Ceilings | None = None
     """Measured roofs of the device (``aiprof ceilings --save``): they replace the datasheet
     peaks, DRAM bandwidth and host-link bandwidth in the rules' models."""
-    profiler_overhead_us: float = 2.6
-    """CPU time the profiler adds per recorded CPU op, removed from the replay's CPU work.
-    Measured: median over the CPU-bound cases of the H200 suite (profiled step minus the same
-    step timed without the profiler, per recorded op; torch 2.11, record_shapes; 1.9 to 5.6
-    µs), tests/data/diagnose/labels.json. 0 replays the trace as recorded."""
+    profiler_overhead_us: float | None = None
+    """CPU time the profiler adds per recorded CPU op or runtime call, removed from the
+    replay's CPU time. None: fitted to the step time measured without the profiler
+    (``unprofiled_step_us``, or the capture's timing in the trace), else
+    ``calibration.DEFAULT_OVERHEAD_US``. 0 replays the trace as recorded."""
+    unprofiled_step_us: float | None = None
+    """The step's time without the profiler (µs), measured by the user; overrides the one an
+    aiprof capture wrote into the trace."""
 
     def __post_init__(self) -> None:
         for name in ("min_gain_pct", "worth_fixing_pct"):
@@ -50,9 +55,12 @@ class DiagnoseOptions:
                 raise InputError(f"{name} must be between 0 and 100, got {getattr(self, name)}")
         if self.max_items < 1:
             raise InputError(f"max_items must be at least 1, got {self.max_items}")
-        if not 0.0 <= self.profiler_overhead_us < 1000.0:
-            raise InputError(
-                f"profiler_overhead_us must be in [0, 1000) µs, got {self.profiler_overhead_us}")
+        overhead = self.profiler_overhead_us
+        if overhead is not None and not 0.0 <= overhead < 1000.0:
+            raise InputError(f"profiler_overhead_us must be in [0, 1000) µs, got {overhead}")
+        step = self.unprofiled_step_us
+        if step is not None and not (0.0 < step < 1e12):
+            raise InputError(f"unprofiled_step_us must be a positive time in µs, got {step}")
 
 
 class Context:
@@ -141,10 +149,24 @@ class Context:
         return occupancy_pass(self.trace)
 
     @cached_property
+    def recorded_timeline(self) -> Timeline:
+        """The replay's timeline of the trace as recorded (no profiler correction)."""
+        return build_timeline(self.trace, self.syncs, self.allocator)
+
+    @cached_property
+    def calibration(self) -> Calibration:
+        """The profiler's per-event cost: given, fitted to the unprofiled step, or default."""
+        given = self.options.profiler_overhead_us
+        if given is not None:
+            return Calibration(given, "given")
+        unprofiled = self.options.unprofiled_step_us or unprofiled_step_us(self.trace)
+        if unprofiled is None:
+            return Calibration(DEFAULT_OVERHEAD_US, "default")
+        return fit_overhead(self.recorded_timeline, len(self.trace.steps), unprofiled)
+
+    @cached_property
     def timeline(self) -> Timeline:
-        return build_timeline(
-            self.trace, self.syncs, self.allocator, self.options.profiler_overhead_us
-        )
+        return replace(self.recorded_timeline, profiler_overhead_us=self.calibration.overhead_us)
 
     @cached_property
     def base_us(self) -> float:
@@ -153,7 +175,7 @@ class Context:
     @cached_property
     def as_recorded_us(self) -> float:
         """The replay without the profiler-overhead correction (to compare with the trace)."""
-        return replay(replace(self.timeline, profiler_overhead_us=0.0))
+        return replay(self.recorded_timeline)
 
     @property
     def step_us(self) -> float:

@@ -1,10 +1,11 @@
 """What each op and each sync point waited for, read off the trace (for the replay).
 
-- Cross-stream waits: an op that started later than its launch and its stream allow
-  (by more than ``tolerance``) waited for something else; its dependency is the op of
-  another stream, launched before it, that ended last before it started, within
-  ``window_us`` (50 µs) of its start (``cudaStreamWaitEvent`` on a recorded event looks like
-  this: the waiting stream resumes 2-30 µs after the event, measured on the H200 suite).
+- Cross-stream waits: an op that started later than its submission and its stream allow
+  (by more than twice its turnaround, at least 2 µs) waited for something else; its
+  dependency is the op of another stream, launched before it, that ended last before it
+  started, within ``window_us`` (50 µs) of its start (``cudaStreamWaitEvent`` on a recorded
+  event looks like this: the waiting stream resumes 2-30 µs after the event, measured on the
+  H200 suite).
   When no such op exists, the unexplained delay itself is kept (a wait the trace does not
   show the cause of: no fix in the replay removes it).
 - Sync waits: a sync point waited, on each stream, for the last op launched before it whose
@@ -21,9 +22,12 @@ SYNC_TOLERANCE_US = 2.0
 
 def cross_stream_after(
     is_op: np.ndarray, stream: np.ndarray, start: np.ndarray, end: np.ndarray,
-    launch: np.ndarray, latency_us: float, gap_us: float, window_us: float = 50.0,
+    submitted: np.ndarray, latency_us: float, gap_us: np.ndarray, window_us: float = 50.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per event: the op of another stream it waited for (-1: none) and any unexplained delay."""
+    """Per event: the op of another stream it waited for (-1: none) and any unexplained delay.
+
+    ``submitted`` is when each op was handed to the GPU (its launch call's return), ``gap_us``
+    each op's turnaround after the previous op of its stream."""
     n = len(is_op)
     after = np.full(n, -1, dtype=np.int64)
     delay = np.zeros(n)
@@ -34,10 +38,11 @@ def cross_stream_after(
     for s in np.unique(stream[ops]):
         mine = ops[stream[ops] == s]
         prev_end[mine[1:]] = np.maximum.accumulate(end[mine])[:-1]
-    explained = np.maximum(launch[ops] + latency_us, prev_end[ops] + gap_us)
+    explained = np.maximum(submitted[ops] + latency_us, prev_end[ops] + gap_us[ops])
     unexplained = start[ops] - explained
-    late = ops[unexplained > max(2.0, 2.0 * gap_us)]
-    delay[late] = unexplained[unexplained > max(2.0, 2.0 * gap_us)]
+    is_late = unexplained > np.maximum(2.0, 2.0 * gap_us[ops])
+    late = ops[is_late]
+    delay[late] = unexplained[is_late]
     by_end = ops[np.argsort(end[ops], kind="stable")]
     sorted_end = end[by_end]
     for i in late.tolist():

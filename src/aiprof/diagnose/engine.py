@@ -67,8 +67,19 @@ def diagnose(
         else 0.0,
         device=device.name if device else (UNKNOWN_GPU if has_gpu else None),
         num_ranks=len(traces),
-        notes=notes,
+        notes=notes + ([slowest.calibration.note] if slowest.calibration.note else []),
+        profiler=_profiler_cost(slowest) if has_gpu else {},
     )
+
+
+def _profiler_cost(ctx: Context) -> dict[str, object]:
+    cal = ctx.calibration
+    return {
+        "overhead_us": round(cal.overhead_us, 3),
+        "source": cal.source,
+        "unprofiled_step_us": round(cal.unprofiled_step_us, 3)
+        if cal.unprofiled_step_us is not None else None,
+    }
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:

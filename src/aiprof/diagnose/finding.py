@@ -62,6 +62,9 @@ class Diagnosis:
     device: str | None
     num_ranks: int = 1
     notes: list[str] = field(default_factory=list)
+    profiler: dict[str, Any] = field(default_factory=dict)
+    """The profiler's per-event cost the replay took out (of the slowest rank): ``overhead_us``,
+    ``source`` (fitted, given, default), ``unprofiled_step_us`` when measured, ``note``."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.diagnosis/1`` JSON document."""
@@ -85,6 +88,7 @@ class Diagnosis:
             "num_ranks": self.num_ranks,
             "step_us": self.step_us,
             "replay_step_us": self.replay_step_us,
+            "profiler": self.profiler,
             "notes": self.notes,
         }
 

@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 
 from aiprof.analysis import intervals as iv
+from aiprof.analysis.sync import scalar_reads
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change, combine
@@ -134,10 +135,20 @@ def _chosen_syncs(ctx: Context) -> np.ndarray:
 
 
 def _sync_change(ctx: Context) -> Change | None:
+    """The syncs stop making the CPU wait; a scalar read (``.item()``) goes altogether, its
+    CPU time and its device-to-host copy: the fix keeps the value on the GPU."""
     chosen = _chosen_syncs(ctx)
     if len(chosen) == 0:
         return None
-    return Change(unblocked=frozenset(ctx.syncs.call_row[chosen].tolist()))
+    syncs = ctx.syncs
+    at_us = syncs.cpu_start_us[chosen]
+    reads = scalar_reads(ctx.trace, at_us)
+    copies = syncs.gpu_row[chosen][(syncs.gpu_row[chosen] >= 0) & iv.contains(reads, at_us)]
+    return Change(
+        unblocked=frozenset(syncs.call_row[chosen].tolist()),
+        removed_cpu=reads,
+        gpu_dur_us={int(row): 0.0 for row in copies.tolist()},
+    )
 
 
 def host_sync_rule(ctx: Context) -> Finding | None:
@@ -172,7 +183,11 @@ def host_sync_rule(ctx: Context) -> Finding | None:
             "every N steps), avoid torch.cuda.synchronize() outside timing code, and use "
             "non_blocking=True copies into pinned buffers when the host needs the data."
         ),
-        model="replay with these sync points no longer making the CPU wait",
+        model=(
+            "replay with these sync points no longer making the CPU wait, and the scalar reads "
+            "(.item()) that issued them gone with their CPU time and device-to-host copies "
+            "(the value stays on the GPU)"
+        ),
     )
 
 

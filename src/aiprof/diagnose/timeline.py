@@ -12,19 +12,23 @@ from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
 from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
 from aiprof.trace import Trace
 
-DEFAULT_LATENCY_US = 5.0
-"""Launch-to-start latency when the trace has no launched op at all to bound it (aiprof's
-assumption, the order of the ~5 µs launch latency of recent GPUs and drivers)."""
-MIN_LATENCY_SAMPLES = 1
+DEFAULT_LATENCY_US = 2.0
+"""Launch call's return to the op's start when the trace has no launch at all to measure it
+on. Measured (median over launches that found the GPU idle): 1.5-2.1 µs on every H200 trace
+in tests/data and on the public A100 and V100 traces (docs/diagnose.md, "The replay")."""
+DEFAULT_TURNAROUND_US = 1.5
+"""Turnaround of a queued op of a kind the trace has no queued sample of. Measured (median
+start after the previous op's end, kernels already queued): 0.8-3.0 µs on the public V100 and
+A100 traces, 1.0-3.3 µs on the H200 traces in tests/data."""
+KERNEL, MEMCPY, MEMSET = 0, 1, 2
 
 
-def build_timeline(
-    trace: Trace, syncs: SyncPoints, allocator: AllocatorResult, profiler_overhead_us: float = 0.0
-) -> Timeline:
+def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) -> Timeline:
     """Launch events of the GPU ops in the steps plus sync points (``cudaFree`` included).
 
     Ops already queued when the window opens (launched before the trace: no launch call) are
-    issued at the window's start, ahead of their stream's launched ops.
+    issued at the window's start, ahead of their stream's launched ops. The timeline is of the
+    trace as recorded (no profiler correction; ``Context`` sets it).
     """
     win = gpu_window(trace)
     ops, rt = trace.gpu_ops, trace.runtime
@@ -37,13 +41,15 @@ def build_timeline(
     issue_end = np.where(launched, rt.end_us[launch_rows], start)
     issue_id = np.where(launched, ops.launch_row[rows], -2 - rows)
     blocking_rows = set(syncs.gpu_row[syncs.gpu_row >= 0].tolist())
-    launch_kind = np.array(
-        [BLOCKING_LAUNCH if r in blocking_rows else LAUNCH for r in rows.tolist()], dtype=np.int64
-    )
+    blocking = np.array([r in blocking_rows for r in rows.tolist()], dtype=bool)
+    launch_kind = np.where(blocking, BLOCKING_LAUNCH, LAUNCH).astype(np.int64)
     sync_calls = np.concatenate([syncs.call_row[syncs.gpu_row < 0], allocator.free_rows])
     keys = ops.device[rows] * (1 << 32) + ops.stream[rows]
     unique_keys, stream = np.unique(keys, return_inverse=True)
-    latency, gap = _latency_and_gap(trace, rows, issue_start)
+    submitted = np.where(blocking, issue_start, issue_end)
+    op_kind = _op_kind(trace, rows)
+    latency = _latency(trace, rows, submitted, blocking)
+    gaps = _gaps(trace, rows, submitted, op_kind)
     kind = np.concatenate([launch_kind, np.full(len(sync_calls), SYNC)])
     cpu_start = np.concatenate([issue_start, rt.ts_us[sync_calls]])
     order = np.argsort(cpu_start, kind="stable")
@@ -51,12 +57,15 @@ def build_timeline(
     cpu_end = np.concatenate([issue_end, rt.end_us[sync_calls]])[order]
     gpu_row = np.concatenate([rows, np.full(len(sync_calls), -1)])[order]
     stream = np.concatenate([stream, np.full(len(sync_calls), -1)])[order]
+    gap = np.concatenate([gaps[op_kind], np.zeros(len(sync_calls))])[order]
+    submit = np.concatenate([submitted, rt.end_us[sync_calls]])[order]
     is_op = gpu_row >= 0
     gpu_start = np.where(is_op, ops.ts_us[np.maximum(gpu_row, 0)], np.nan)
     gpu_end = np.where(is_op, ops.end_us[np.maximum(gpu_row, 0)], np.nan)
-    after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, cpu_start, latency, gap)
+    after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, submit, latency, gap)
     wait_ptr, wait_idx = sync_waits(is_op, kind == SYNC, stream, gpu_end, cpu_end)
     own = _own_call_us(kind, cpu_start, cpu_end, gpu_end, wait_ptr, wait_idx)
+    calls = (cpu_end - cpu_start)[(kind == LAUNCH) & (cpu_end > cpu_start)]
     return Timeline(
         kind=kind,
         cpu_start_us=cpu_start,
@@ -77,9 +86,16 @@ def build_timeline(
         gap_us=gap,
         num_streams=len(unique_keys),
         measured_us=win.window_us,
-        cpu_op_starts_us=np.sort(trace.cpu_ops.ts_us[in_window(trace.cpu_ops.ts_us, win.window)]),
-        profiler_overhead_us=profiler_overhead_us,
+        recorded_starts_us=_recorded_starts(trace, win.window),
+        launch_call_us=float(np.median(calls)) if len(calls) else 0.0,
     )
+
+
+def _recorded_starts(trace: Trace, window: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Sorted starts of the CPU ops and runtime calls inside the steps (the profiler's events
+    on the CPU side, each with its own recording cost)."""
+    ops, rt = trace.cpu_ops.ts_us, trace.runtime.ts_us
+    return np.sort(np.concatenate([ops[in_window(ops, window)], rt[in_window(rt, window)]]))
 
 
 def _own_call_us(
@@ -114,29 +130,62 @@ def _backlog(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return unlaunched[keep]
 
 
-def _latency_and_gap(trace: Trace, rows: np.ndarray, issued: np.ndarray) -> tuple[float, float]:
-    """Median launch-to-start of ops launched while the device was idle (every op that started
-    before had ended), and median turnaround (start after the previous op of the stream) of ops
-    that were already queued."""
+def _op_kind(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """``KERNEL``, ``MEMCPY`` or ``MEMSET`` per row of ``trace.gpu_ops`` (kernels first)."""
+    num_kernels, num_copies = len(trace.kernels), len(trace.memcpy)
+    return np.where(rows < num_kernels, KERNEL,
+                    np.where(rows < num_kernels + num_copies, MEMCPY, MEMSET)).astype(np.int64)
+
+
+def _latency(trace: Trace, rows: np.ndarray, submitted: np.ndarray, blocking: np.ndarray) -> float:
+    """Median submission-to-start of asynchronous launches made while their device was idle
+    (every op of the trace on that device that started before had ended); a blocking copy's
+    call is no sample. Without any such launch: the smallest start - submission (an upper
+    bound on the latency), at most ``DEFAULT_LATENCY_US``."""
+    ops = trace.gpu_ops
+    starts = ops.ts_us[rows]
+    launched = (ops.launch_row[rows] >= 0) & ~blocking
+    idle = launched & (submitted > _reach_before(trace, rows))
+    if idle.any():
+        return float(np.median((starts - submitted)[idle]))
+    bound = float(np.min((starts - submitted)[launched])) if launched.any() else np.inf
+    return min(DEFAULT_LATENCY_US, bound)
+
+
+def _reach_before(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per row: the latest end of the ops of its device that started before it (-inf: none)."""
+    ops = trace.gpu_ops
+    reach = np.full(len(rows), -np.inf)
+    for device in np.unique(ops.device[rows]):
+        mine = np.flatnonzero(ops.device == device)
+        mine = mine[np.argsort(ops.ts_us[mine], kind="stable")]
+        ends = np.maximum.accumulate(ops.end_us[mine])
+        at = np.flatnonzero(ops.device[rows] == device)
+        before = np.searchsorted(ops.ts_us[mine], ops.ts_us[rows[at]], side="left") - 1
+        reach[at] = np.where(before >= 0, ends[np.maximum(before, 0)], -np.inf)
+    return reach
+
+
+def _gaps(trace: Trace, rows: np.ndarray, submitted: np.ndarray, op_kind: np.ndarray) -> np.ndarray:
+    """Median turnaround (start after the previous op of the stream ended) of ops already
+    queued then (submitted before it ended), per kind of op: a copy engine's start after a
+    kernel differs from a kernel's after a kernel. A kind without samples takes
+    ``DEFAULT_TURNAROUND_US``."""
     ops = trace.gpu_ops
     order = np.argsort(ops.ts_us[rows], kind="stable")
-    starts, ends, issued = ops.ts_us[rows][order], ops.end_us[rows][order], issued[order]
-    reach_before = np.concatenate([[np.inf], np.maximum.accumulate(ends)[:-1]])
-    idle = issued > reach_before  # the first op's predecessors are unknown: not a sample
-    lat = (starts - issued)[idle]
-    lat = lat[lat >= 0]
-    if len(lat) >= MIN_LATENCY_SAMPLES:
-        latency = float(np.median(lat))
-    else:  # no launch found the device idle: every start - launch is an upper bound on it
-        bounds = (starts - issued)[np.isfinite(issued) & (starts >= issued)]
-        latency = float(bounds.min()) if len(bounds) else DEFAULT_LATENCY_US
+    starts, ends = ops.ts_us[rows][order], ops.end_us[rows][order]
+    submitted, kinds = submitted[order], op_kind[order]
     streams = ops.device[rows][order] * (1 << 32) + ops.stream[rows][order]
-    gaps = []
+    samples, sample_kinds = [], []
     for key in np.unique(streams):
-        mine = streams == key
+        mine = np.flatnonzero(streams == key)
         prev_end = np.concatenate([[np.inf], np.maximum.accumulate(ends[mine])[:-1]])
-        queued = issued[mine] <= prev_end
-        gaps.append((starts[mine] - prev_end)[queued & np.isfinite(prev_end)])
-    gap = np.concatenate(gaps) if gaps else np.zeros(0)
-    turnaround = float(np.median(np.maximum(gap, 0.0))) if len(gap) else 0.0
-    return latency, turnaround
+        queued = (submitted[mine] <= prev_end) & np.isfinite(prev_end)
+        samples.append(np.maximum(starts[mine] - prev_end, 0.0)[queued])
+        sample_kinds.append(kinds[mine][queued])
+    gap = np.concatenate(samples) if samples else np.zeros(0)
+    gap_kind = np.concatenate(sample_kinds) if samples else np.zeros(0, dtype=np.int64)
+    return np.array([
+        float(np.median(gap[gap_kind == k])) if np.any(gap_kind == k) else DEFAULT_TURNAROUND_US
+        for k in (KERNEL, MEMCPY, MEMSET)
+    ])

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aiprof.diagnose.finding import Diagnosis
+from aiprof.report.profiler_text import profiler_line
 from aiprof.report.terminal import text
 
 _STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
@@ -21,6 +22,8 @@ def render_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
         f"step: {diagnosis.step_us / 1000:.2f} ms (replay model: "
         f"{diagnosis.replay_step_us / 1000:.2f} ms)"
     )
+    if diagnosis.profiler:
+        console.print(text(profiler_line(diagnosis.profiler)))
     if diagnosis.findings:
         table = Table(title="Findings (ranked by estimated gain)")
         for column in ("#", "category", "severity", "gain %", "finding"):

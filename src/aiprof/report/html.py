@@ -16,6 +16,7 @@ from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.report_data import RankView, ReportData
 from aiprof.report.html_assets import CSS, JS
 from aiprof.report.jsonout import dumps
+from aiprof.report.profiler_text import profiler_line
 from aiprof.report.roofline_svg import roofline_svg
 
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
@@ -52,6 +53,8 @@ def render_report(data: ReportData) -> str:
 def diagnosis_fragment(diagnosis: Diagnosis) -> str:
     """Findings and verdict as an HTML fragment (also ``Diagnosis._repr_html_``)."""
     parts = [f"<div class=\"verdict\">{escape(diagnosis.verdict)}</div>"]
+    if diagnosis.profiler:
+        parts.append(f"<p class=\"profiler\">{escape(profiler_line(diagnosis.profiler))}</p>")
     if diagnosis.findings:
         rows = "".join(
             f"<tr><td class=num>{f.rank}</td><td>{escape(f.category)}</td>"

@@ -1,0 +1,21 @@
+"""The sentence that says how much profiler time the diagnosis took out, for every renderer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def profiler_line(profiler: dict[str, Any]) -> str:
+    """How much profiler time per recorded event the gains leave out, and why that much."""
+    unprofiled = profiler.get("unprofiled_step_us")
+    source = profiler.get("source")
+    if source == "fitted":
+        how = (f"fitted to the step measured without the profiler, {unprofiled / 1000:.3f} ms"
+               if unprofiled else "fitted")
+    elif source == "given":
+        how = "given"
+    elif unprofiled:
+        how = f"default: the unprofiled {unprofiled / 1000:.3f} ms step cannot be fitted"
+    else:
+        how = "default: no step time measured without the profiler"
+    return f"profiler cost taken out: {profiler['overhead_us']:.2f} µs per recorded event ({how})"
