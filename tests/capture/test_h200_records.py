@@ -92,3 +92,28 @@ def test_nproc_2_nccl_record_has_aligned_ranks():
     assert record.meta.world_size == 2 and record.traces is not None
     assert record.traces.ranks == [0, 1] and "wall clock" in record.traces.alignment
     assert all(len(trace.kernels) > 0 for trace in record.traces)
+
+
+TIMED_RUN = DATA / "h200_gpt2_small_timed_run"
+
+
+def test_gpu_capture_times_its_unprofiled_steps_and_diagnose_fits_to_them():
+    """``aiprof run`` on the H200 (2026-12-01, 2-layer GPT-2, default skip 5): steps 3-5 timed
+    with CUDA events, written into the trace; the diagnosis fits the profiler's cost to them."""
+    if not TIMED_RUN.is_dir():
+        pytest.skip("timed H200 run record not present")
+    from aiprof.diagnose import diagnose
+    from aiprof.diagnose.context import Context, DiagnoseOptions
+    from aiprof.trace import load_traces
+    from aiprof.trace.capture_timing import unprofiled_step_us, unprofiled_steps_us
+
+    meta = load_run(TIMED_RUN).meta
+    assert meta.capture["step_timing_clock"] == "cuda_events"
+    trace = load_traces(TIMED_RUN)[0]
+    assert unprofiled_steps_us(trace) == pytest.approx(meta.capture["unprofiled_step_us"])
+    unprofiled = unprofiled_step_us(trace)
+    assert unprofiled is not None and unprofiled < 0.8 * Context(trace, DiagnoseOptions()).step_us
+    result = diagnose(TIMED_RUN)
+    assert result.profiler["source"] == "fitted"
+    ctx = Context(trace, DiagnoseOptions())
+    assert ctx.base_us / len(trace.steps) == pytest.approx(unprofiled, rel=0.01)
