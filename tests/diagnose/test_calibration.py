@@ -110,3 +110,9 @@ def test_default_cost_is_the_median_fitted_on_the_h200_suite() -> None:
                  for c in measured.values() if "error" not in c]
     # and it lies among the costs measured call by call on the same H200 (2026-11-30)
     assert min(per_event) <= DEFAULT_OVERHEAD_US <= max(per_event)
+
+
+def test_the_cli_help_shows_the_default_cost() -> None:
+    from aiprof.cli.diagnose import DEFAULT_OVERHEAD_US_TEXT
+
+    assert float(DEFAULT_OVERHEAD_US_TEXT) == DEFAULT_OVERHEAD_US

@@ -2,8 +2,8 @@
 
 At each step boundary before the profiler warms up, a CUDA event is recorded on the current
 stream (GPU time between boundaries: the step as the device sees it, syncs and launch gaps
-included), or, without CUDA, the host clock is read. Recording an event costs a few µs of CPU
-and no synchronization; the events are read once, when the profiler starts, after one
+included), or, without CUDA, the host clock is read. Recording an event needs no
+synchronization; the events are read once, when the profiler starts, after one
 synchronization on the last of them (outside the recorded steps).
 """
 

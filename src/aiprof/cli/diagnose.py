@@ -9,6 +9,10 @@ from typing import Any
 from aiprof.cli._command import Command
 from aiprof.errors import InputError
 
+DEFAULT_OVERHEAD_US_TEXT = "2.3"
+"""``calibration.DEFAULT_OVERHEAD_US`` as the help shows it (not imported: that would load the
+whole diagnosis for every command's parser; tests/diagnose/test_calibration.py compares)."""
+
 
 def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
     """``--ceilings FILE`` (shared with ``aiprof report``)."""
@@ -45,7 +49,8 @@ def add_profiler_arguments(parser: argparse.ArgumentParser) -> None:
                              "capture wrote into the trace)")
     parser.add_argument("--profiler-overhead", type=float, metavar="US",
                         help="CPU µs the profiler added per recorded op or runtime call, taken "
-                             "out of the replay (default: fitted, else 2.6; 0: as recorded)")
+                             f"out of the replay (default: fitted to the unprofiled step, else "
+                             f"{DEFAULT_OVERHEAD_US_TEXT}; 0: as recorded)")
 
 
 def profiler_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,16 +1,17 @@
 """The profiler's own cost per recorded event, fitted so the replay reproduces the run unprofiled.
 
 A profiled step is slower than the same step unprofiled: every CPU op and runtime call the
-profiler records costs CPU time. How much changes with the machine and the process (1.9 to
-18 µs per event on the same H200 the same morning, docs/diagnose.md), so a constant is only a
-fallback. When the step time *without* the profiler is known (``aiprof run`` and
-``aiprof.profile`` time the unprofiled steps before recording, ``capture_timing``; or the
-user gives it), the cost is the one that makes the replay of nothing changed last that long:
-the replay is monotone in it, so a bisection finds it.
+profiler records costs CPU time. How much changes with the machine and the process (0 to 6.1
+µs per event fitted on one H200 in one morning, 13.5 µs in a recording of the day before;
+docs/diagnose.md), so a constant is only a fallback. When the step time *without* the
+profiler is known (``aiprof run`` and ``aiprof.profile`` time the unprofiled steps before
+recording, ``capture_timing``; or the user gives it), the cost is the one that makes the
+replay of nothing changed last that long: the replay is monotone in it, so a bisection finds
+it.
 
 The fit is refused, and the default kept, when no per-event cost can explain the difference:
-the unprofiled step is at or below the replay with every CPU event free of the profiler's cost
-(``MAX_OVERHEAD_US``; the GPU side of the trace itself was slower, or the step is GPU-bound).
+the unprofiled step is at or below the replay with every event costing ``MAX_OVERHEAD_US``
+(the step is GPU-bound, or its GPU work itself was slower under the profiler).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ DEFAULT_OVERHEAD_US = 2.3
 of the costs fitted on the H200 suite's recordings (docs/diagnose.md; checked by
 tests/diagnose/test_calibration.py against the committed data)."""
 MAX_OVERHEAD_US = 25.0
-"""Upper end of the search: above every cost fitted on the H200 suite (18 µs at most)."""
+"""Upper end of the search: above every cost fitted on the H200 recordings (13.5 µs at most)."""
 TOLERANCE_US = 0.01
 
 

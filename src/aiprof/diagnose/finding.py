@@ -64,7 +64,8 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     profiler: dict[str, Any] = field(default_factory=dict)
     """The profiler's per-event cost the replay took out (of the slowest rank): ``overhead_us``,
-    ``source`` (fitted, given, default), ``unprofiled_step_us`` when measured, ``note``."""
+    ``source`` (fitted, given, default) and ``unprofiled_step_us`` when measured; why a fit was
+    refused goes to ``notes``."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.diagnosis/1`` JSON document."""
