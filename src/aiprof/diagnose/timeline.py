@@ -15,7 +15,7 @@ from aiprof.trace import Trace
 DEFAULT_LATENCY_US = 2.0
 """Launch call's return to the op's start when the trace has no launch at all to measure it
 on. Measured (median over launches that found the GPU idle): 1.5-2.1 µs on every H200 trace
-in tests/data and on the public A100 and V100 traces (docs/diagnose.md, "The replay")."""
+in tests/data, 1.0-4.0 µs on the public A100 and V100 traces (docs/diagnose.md)."""
 DEFAULT_TURNAROUND_US = 1.5
 """Turnaround of a queued op of a kind the trace has no queued sample of. Measured (median
 start after the previous op's end, kernels already queued): 0.8-3.0 µs on the public V100 and
