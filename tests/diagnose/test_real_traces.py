@@ -111,10 +111,13 @@ KNOWN_MISSES = {
 }
 
 
+def _more_suites() -> list[Path]:
+    return sorted(p for p in MORE_SUITES.iterdir() if p.is_dir()) if MORE_SUITES.is_dir() else []
+
+
 def _more_cases(check: str) -> list[object]:
     params = []
-    for folder in sorted(p for p in MORE_SUITES.iterdir() if p.is_dir()) if MORE_SUITES.is_dir() \
-            else []:
+    for folder in _more_suites():
         for case in _suite_cases(folder):
             if case["category"] == "none":
                 continue
@@ -194,9 +197,7 @@ CAPTURED = SUITE / "item_sync_captured"
 
 
 def _recordings(folder: Path) -> list[object]:
-    cases = json.loads((folder / "labels.json").read_text())["cases"]
-    return [pytest.param({**c, "path": folder / str(c["trace"])}, id=str(c["trace"]))
-            for c in cases]
+    return [pytest.param(c, id=str(c["trace"])) for c in _suite_cases(folder)]
 
 
 @pytest.mark.parametrize("case", _recordings(REPEATS) + _recordings(CAPTURED))
@@ -233,7 +234,7 @@ def test_item_case_plain_traces_within_30_pct_given_the_unprofiled_step(case: di
 @needs_suite
 def test_repeated_recordings_show_how_much_the_measured_gain_itself_varies() -> None:
     """The documented spread (docs/diagnose.md): one case, nineteen recordings on two days."""
-    folders = [REPEATS, CAPTURED, SUITE] + sorted(p for p in MORE_SUITES.iterdir() if p.is_dir())
+    folders = [REPEATS, CAPTURED, SUITE, *_more_suites()]
     gains = sorted(float(c["gain_pct"]) for f in folders for c in _suite_cases(f)  # type: ignore[arg-type]
                    if c["case"] == "item_sync_per_layer")
     assert len(gains) == 19 and gains[0] < 16.0 and gains[-1] > 30.0
