@@ -26,7 +26,7 @@ def main() -> int:
     out = Path(os.environ.get("OUT", "out")) / "distributed"
     max_bytes = int(os.environ.get("DISTRIBUTED_BENCH_MAX_BYTES", str(1 << 30)))
     try:
-        from aiprof.distributed.bench import BenchOptions, bench_torchrun
+        from aiprof.measure.distributed.bench import BenchOptions, bench_torchrun
 
         start = time.perf_counter()
         result = bench_torchrun(BenchOptions(min_bytes=8, max_bytes=max_bytes))

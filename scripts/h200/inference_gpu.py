@@ -26,14 +26,14 @@ import torch
 
 from aiprof.inference.agreement import calibrate_overhead_us, measure_real
 from aiprof.inference.arrivals import poisson_arrivals
-from aiprof.inference.bench import batch_function, measure_curve, measure_serving_curve
-from aiprof.inference.coldstart import measure_coldstart
-from aiprof.inference.cudagraph import measure_cuda_graph
 from aiprof.inference.policy import BatchPolicy
-from aiprof.inference.quantize import analyze_quantization, measure_int8_speed
 from aiprof.inference.simulator import SimulationOptions, simulate
-from aiprof.inference.stages import run_stages
-from aiprof.inference.timing import Timing, time_calls
+from aiprof.measure.inference.bench import batch_function, measure_curve, measure_serving_curve
+from aiprof.measure.inference.coldstart import measure_coldstart
+from aiprof.measure.inference.cudagraph import measure_cuda_graph
+from aiprof.measure.inference.quantize import analyze_quantization, measure_int8_speed
+from aiprof.measure.inference.stages import run_stages
+from aiprof.measure.inference.timing import Timing, time_calls
 from aiprof.report.jsonout import dumps
 
 BERT_SEQ = 128
@@ -73,7 +73,7 @@ def bert_input(batch: int) -> Any:
 
 
 def tiny_cnn() -> Any:
-    from aiprof.inference.demo_models import small_cnn
+    from aiprof.measure.inference.demo_models import small_cnn
 
     return small_cnn(10)
 

@@ -2,7 +2,7 @@
 
 Run from the repository root:  OUT=/some/dir PYTHONPATH=src python3 scripts/h200/tensor_h200.py
 Writes into $OUT/tensor/:
-  ceilings.json                measured roofs (aiprof.tensor.measure), loadable by --ceilings
+  ceilings.json                measured roofs (measure.tensor.ceilings), loadable by --ceilings
   linear_alignment.json        Linear(4095) vs Linear(4096) bf16 timing, alignment lint output
   layout.json                  ResNet-50 bf16 train step NCHW vs channels_last, layout lint counts,
                                time of the NCHW<->NHWC conversion kernels in the NCHW profile
@@ -78,7 +78,7 @@ def gpu_time_ms(fn) -> float | None:
 
 
 def part_ceilings() -> None:
-    from aiprof.tensor.measure import measure_ceilings
+    from aiprof.measure.tensor.ceilings import measure_ceilings
 
     measured = measure_ceilings(quick=SMOKE)
     c = measured.ceilings
@@ -101,9 +101,9 @@ def part_ceilings() -> None:
 
 
 def part_linear() -> None:
+    from aiprof.measure.tensor.model_analysis import analyze_model
     from aiprof.tensor.alignment import lint_alignment
     from aiprof.tensor.ceilings_model import ceilings_for_gpu
-    from aiprof.tensor.model_analysis import analyze_model
 
     rows = 256 if SMOKE else 4096
     result = {"rows": rows, "dtype": "bfloat16", "layers": {}}
@@ -187,8 +187,8 @@ def profile(step, name: str, steps: int = 2) -> dict:
 
 
 def part_resnet() -> None:
+    from aiprof.measure.tensor.model_analysis import analyze_model
     from aiprof.tensor.layout import lint_layout
-    from aiprof.tensor.model_analysis import analyze_model
 
     batch, size = (2, 64) if SMOKE else (64, 224)
     result: dict = {"batch": batch, "image": size, "dtype": "bfloat16 autocast"}
@@ -253,9 +253,9 @@ def part_fusion() -> None:
         say("fusion: skipped (time budget)")
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from aiprof.measure.tensor.fusion_verify import verify_fusion
+    from aiprof.measure.tensor.model_analysis import analyze_model
     from aiprof.tensor.fusion import analyze_fusion
-    from aiprof.tensor.fusion_verify import verify_fusion
-    from aiprof.tensor.model_analysis import analyze_model
 
     class GeluChain(torch.nn.Module):
         def __init__(self, dim: int) -> None:

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from aiprof.analysis.summary import summary
     from aiprof.capture import profile, step
     from aiprof.diagnose import diagnose
-    from aiprof.runrecord import RunRecord, load_run
-    from aiprof.tensor.model_analysis import analyze_model
+    from aiprof.measure.tensor.model_analysis import analyze_model
+    from aiprof.record.runrecord import RunRecord, load_run
     from aiprof.trace import Trace, TraceSet, load_trace, load_traces
 
 _WHERE = {
@@ -29,9 +29,9 @@ _WHERE = {
     "profile": "aiprof.capture",
     "step": "aiprof.capture",
     "diagnose": "aiprof.diagnose",
-    "RunRecord": "aiprof.runrecord",
-    "load_run": "aiprof.runrecord",
-    "analyze_model": "aiprof.tensor.model_analysis",
+    "RunRecord": "aiprof.record.runrecord",
+    "load_run": "aiprof.record.runrecord",
+    "analyze_model": "aiprof.measure.tensor.model_analysis",
     "Trace": "aiprof.trace",
     "TraceSet": "aiprof.trace",
     "load_trace": "aiprof.trace",

@@ -8,7 +8,7 @@ from capture_helpers import raw_trace, step_names
 from fake_nvml import FakeGpu, FakeNvml
 
 from aiprof.capture import profile, step
-from aiprof.runrecord import load_run, read_meta
+from aiprof.record.runrecord import load_run, read_meta
 
 torch = pytest.importorskip("torch")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiprof.runrecord import load_run
+from aiprof.record.runrecord import load_run
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "capture"
 RECORDS = sorted(p.parent for p in DATA.glob("**/meta.json") if not p.parent.is_symlink())

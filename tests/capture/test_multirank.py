@@ -9,7 +9,7 @@ import pytest
 from capture_helpers import raw_trace
 
 from aiprof.cli.main import main
-from aiprof.runrecord import load_run, read_meta
+from aiprof.record.runrecord import load_run, read_meta
 
 pytest.importorskip("torch")
 

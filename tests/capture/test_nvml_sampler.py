@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from aiprof.capture.nvml import device_specs, driver_versions, open_nvml
 from aiprof.capture.sampler import NvmlSampler, SamplerOptions
 from aiprof.errors import InputError
-from aiprof.runrecord import read_samples
+from aiprof.record.runrecord import read_samples
 
 
 class StepClock:

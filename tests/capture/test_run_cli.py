@@ -12,7 +12,7 @@ import pytest
 from capture_helpers import raw_trace, step_names
 
 from aiprof.cli.main import main
-from aiprof.runrecord import load_run, read_meta
+from aiprof.record.runrecord import load_run, read_meta
 
 pytest.importorskip("torch")
 
@@ -183,7 +183,7 @@ def test_without_torch_capture_says_so_and_analysis_still_works(tmp_path, worklo
         "import sys; sys.modules['torch'] = None\n"
         "from aiprof.cli.main import main\n"
         f"rc = main(['run', '--out', {str(tmp_path)!r}, '--', {workload('train_loop.py')!r}])\n"
-        "from aiprof.runrecord import load_run\n"
+        "from aiprof.record.runrecord import load_run\n"
         f"if {record!r}:\n"
         f"    assert load_run({record!r}).traces is not None\n"
         f"    assert main(['summary', {record!r}, '--json']) == 0\n"

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from aiprof.capture.rundir import (
+from aiprof.errors import InputError
+from aiprof.record.rundir import (
     RUN_DIR_ENV,
     new_run_dir,
     release_claims,
@@ -16,7 +17,6 @@ from aiprof.capture.rundir import (
     timestamp,
     update_latest,
 )
-from aiprof.errors import InputError
 
 NOON = calendar.timegm((2026, 11, 30, 12, 0, 5, 0, 0, 0))
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from aiprof.errors import InputError
-from aiprof.runrecord import (
+from aiprof.record.runrecord import (
     META_FILE,
     SAMPLE_COLUMNS,
     RunMeta,
@@ -87,6 +87,6 @@ def test_reading_and_capture_modules_do_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, aiprof.runrecord, aiprof.capture, aiprof.capture.session, "
+    code = ("import sys, aiprof.record.runrecord, aiprof.capture, aiprof.capture.session, "
             "aiprof.capture.runner, aiprof.cli.run; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0

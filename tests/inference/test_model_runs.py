@@ -11,15 +11,15 @@ import torch
 
 from aiprof.cli.main import main
 from aiprof.errors import UnsupportedDeviceError
-from aiprof.inference.coldstart import measure_coldstart
-from aiprof.inference.cudagraph import measure_cuda_graph
-from aiprof.inference.quantize import (
+from aiprof.measure.inference.coldstart import measure_coldstart
+from aiprof.measure.inference.cudagraph import measure_cuda_graph
+from aiprof.measure.inference.quantize import (
     analyze_quantization,
     fake_quant_activation,
     fake_quant_weight,
     sqnr_db,
 )
-from aiprof.inference.stages import run_stages
+from aiprof.measure.inference.stages import run_stages
 
 from .models import GPT2Block, tiny_bert, tiny_resnet
 

@@ -101,7 +101,7 @@ def test_demo_hook_prints_and_writes(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from aiprof.diagnose.demo import render_demo_diagnosis
+    from aiprof.report.demo_terminal import render_demo_diagnosis
     from aiprof.trace import load_trace
 
     out = io.StringIO()

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from aiprof.measure.tensor.model_analysis import analyze_model  # noqa: E402
 from aiprof.tensor.costmodel import op_cost  # noqa: E402
-from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
 from aiprof.tensor.opcall import OpCall, TensorMeta  # noqa: E402
 
 from . import nets  # noqa: E402

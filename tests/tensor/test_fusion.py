@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
+from aiprof.measure.tensor.model_analysis import analyze_model  # noqa: E402
 from aiprof.tensor.ceilings_model import ceilings_for_gpu  # noqa: E402
 from aiprof.tensor.fusion import analyze_fusion  # noqa: E402
-from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
 
 from . import nets  # noqa: E402
 
@@ -58,7 +58,7 @@ def test_unrelated_ops_are_not_grouped() -> None:
 
 @pytest.mark.slow
 def test_verify_measures_torch_compile() -> None:
-    from aiprof.tensor.fusion_verify import verify_fusion
+    from aiprof.measure.tensor.fusion_verify import verify_fusion
 
     ticks = iter(range(0, 10**12, 1000))
     result = verify_fusion(

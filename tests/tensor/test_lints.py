@@ -7,10 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from aiprof.measure.tensor.model_analysis import analyze_model  # noqa: E402
 from aiprof.tensor.alignment import lint_alignment  # noqa: E402
 from aiprof.tensor.ceilings_model import ceilings_for_gpu  # noqa: E402
 from aiprof.tensor.layout import lint_layout  # noqa: E402
-from aiprof.tensor.model_analysis import analyze_model  # noqa: E402
 from aiprof.tensor.opcall import OpCall, TensorMeta  # noqa: E402
 
 from . import nets  # noqa: E402

@@ -110,7 +110,7 @@ def test_cli_lint_on_a_trace(capsys) -> None:
 def test_run_record_uses_its_measured_ceilings(tmp_path, capsys) -> None:
     import shutil
 
-    from aiprof.runrecord import RunMeta, trace_file_name, write_meta
+    from aiprof.record.runrecord import RunMeta, trace_file_name, write_meta
     from aiprof.tensor.ceilings_model import Ceilings, save_ceilings
 
     run = tmp_path / "run"

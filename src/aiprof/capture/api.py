@@ -10,8 +10,8 @@ from types import TracebackType
 from typing import Any
 
 from aiprof.capture.options import CaptureOptions
-from aiprof.capture.rundir import ensure_writable, update_latest
 from aiprof.capture.session import CaptureSession, Outcome, import_torch
+from aiprof.record.rundir import ensure_writable, update_latest
 
 _active: list[CaptureSession] = []
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from aiprof.capture.rundir import RUN_DIR_ENV
-from aiprof.runrecord import META_FILE, RunMeta, write_meta
+from aiprof.record.rundir import RUN_DIR_ENV
+from aiprof.record.runrecord import META_FILE, RunMeta, write_meta
 
 
 def torchrun_argv(nproc: int, run_dir: Path, capture_flags: Sequence[str],

@@ -17,7 +17,7 @@ from typing import IO, Protocol
 
 from aiprof.capture.nvml import NvmlHandle, read_sample
 from aiprof.errors import InputError
-from aiprof.runrecord import SAMPLE_COLUMNS
+from aiprof.record.runrecord import SAMPLE_COLUMNS
 
 MIN_RATE_HZ = 1.0
 MAX_RATE_HZ = 50.0

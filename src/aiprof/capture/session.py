@@ -26,7 +26,13 @@ from aiprof.capture.steps import (
 )
 from aiprof.capture.tee import OutputTee
 from aiprof.errors import MissingDependencyError
-from aiprof.runrecord import SAMPLES_FILE, RunMeta, stdout_file_name, trace_file_name, write_meta
+from aiprof.record.runrecord import (
+    SAMPLES_FILE,
+    RunMeta,
+    stdout_file_name,
+    trace_file_name,
+    write_meta,
+)
 from aiprof.trace import capture_timing
 
 

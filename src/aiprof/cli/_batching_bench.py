@@ -66,14 +66,14 @@ def run_bench(args: argparse.Namespace) -> int:
     per batch calibrated from lone requests."""
     from aiprof.inference.agreement import calibrate_overhead_us, measure_real
     from aiprof.inference.arrivals import poisson_arrivals
-    from aiprof.inference.bench import (
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
+    from aiprof.measure.inference.bench import (
         batch_function,
         load_model,
         measure_curve,
         measure_serving_curve,
     )
-    from aiprof.inference.policy import BatchPolicy
-    from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
     from aiprof.report.jsonout import dumps
 
     model, make_input = load_model(args.model, args.input_shape)

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import torch  # noqa: F401
 
-        from aiprof.tensor.measure import measure_ceilings
+        from aiprof.measure.tensor.ceilings import measure_ceilings
     except ImportError as error:
         raise MissingDependencyError("aiprof ceilings needs torch: pip install torch") from error
     measured = measure_ceilings(quick=args.quick, repeats=args.repeats)

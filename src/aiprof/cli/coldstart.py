@@ -66,8 +66,8 @@ def _render(report: Any, graph: Any, compiled: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     import torch
 
-    from aiprof.inference.bench import load_factory
-    from aiprof.inference.coldstart import measure_coldstart
+    from aiprof.measure.inference.bench import load_factory
+    from aiprof.measure.inference.coldstart import measure_coldstart
     from aiprof.report.jsonout import dumps
 
     factory = load_factory(args.model)
@@ -88,13 +88,13 @@ def _run(args: argparse.Namespace) -> int:
                                batch_size=args.batch_size, iters=args.iters)
     graph = None
     if args.cuda_graph:
-        from aiprof.inference.cudagraph import measure_cuda_graph
+        from aiprof.measure.inference.cudagraph import measure_cuda_graph
 
         graph = measure_cuda_graph(build(), make_input(args.batch_size), device=args.device,
                                    iters=args.iters)
     compiled = None
     if args.compile:
-        from aiprof.inference.coldstart import measure_compile
+        from aiprof.measure.inference.coldstart import measure_compile
 
         compiled = measure_compile(build(), make_input(args.batch_size), device=args.device,
                                    iters=args.iters)

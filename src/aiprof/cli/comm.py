@@ -189,16 +189,16 @@ def _run_model(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"schema": MODEL_SCHEMA, **_as_dict(cost)}))
         return 0
-    from aiprof.cli._distributed_render import render_comm_model
+    from aiprof.report.distributed_terminal import render_comm_model
 
     render_comm_model(cost)
     return 0
 
 
 def _run_nccl(args: argparse.Namespace, collective: str) -> int:
-    from aiprof.distributed.bench import size_sweep
     from aiprof.distributed.nccl_model import NcclTopology, model_nccl
     from aiprof.distributed.sizes import parse_bytes
+    from aiprof.measure.distributed.bench import size_sweep
     from aiprof.report.jsonout import dumps
 
     topo = NcclTopology(
@@ -213,7 +213,7 @@ def _run_nccl(args: argparse.Namespace, collective: str) -> int:
         raise InputError(f"--max-bytes ({high}) is below --bytes ({low})")
     sizes = size_sweep(max(low, 1), high, 4) if high > low else [low]
     costs = [model_nccl(collective, n, topo) for n in sizes]
-    from aiprof.cli._distributed_render import render_comm_model, render_comm_sweep
+    from aiprof.report.distributed_terminal import render_comm_model, render_comm_sweep
 
     if args.json:
         if len(costs) == 1:
@@ -228,9 +228,9 @@ def _run_nccl(args: argparse.Namespace, collective: str) -> int:
 
 
 def _run_sweep(args: argparse.Namespace, collective: str, link: Any, algorithms: Any) -> int:
-    from aiprof.distributed.bench import size_sweep
     from aiprof.distributed.collectives import model_collective
     from aiprof.distributed.sizes import parse_bytes
+    from aiprof.measure.distributed.bench import size_sweep
     from aiprof.report.jsonout import dumps
 
     low, high = max(parse_bytes(args.bytes), 1), parse_bytes(args.max_bytes)
@@ -243,7 +243,7 @@ def _run_sweep(args: argparse.Namespace, collective: str, link: Any, algorithms:
     if args.json:
         print(dumps({"schema": SWEEP_SCHEMA, "points": [_as_dict(c) for c in costs]}))
         return 0
-    from aiprof.cli._distributed_render import render_comm_sweep
+    from aiprof.report.distributed_terminal import render_comm_sweep
 
     render_comm_sweep(costs)
     return 0
@@ -256,9 +256,9 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from aiprof.distributed.bench import BenchOptions, bench_spawn, bench_torchrun
     from aiprof.distributed.busbw import canonical_collective
     from aiprof.distributed.sizes import parse_bytes
+    from aiprof.measure.distributed.bench import BenchOptions, bench_spawn, bench_torchrun
     from aiprof.report.jsonout import dumps
 
     options = BenchOptions(
@@ -287,7 +287,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     else:
-        from aiprof.cli._distributed_render import render_comm_bench
+        from aiprof.report.distributed_terminal import render_comm_bench
 
         render_comm_bench(result)
     return 0

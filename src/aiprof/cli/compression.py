@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"schema": SCHEMA, "num_ranks": args.ranks, "methods": rows}))
         return 0
-    from aiprof.cli._distributed_render import render_compression
+    from aiprof.report.distributed_terminal import render_compression
 
     render_compression(rows, args.bandwidth_gbps)
     return 0

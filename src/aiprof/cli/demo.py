@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.summary import summary
     from aiprof.demo import bundled_trace_path, profile_small_training
-    from aiprof.diagnose.demo import render_demo_diagnosis
     from aiprof.errors import MissingDependencyError
+    from aiprof.report.demo_terminal import render_demo_diagnosis
     from aiprof.report.summary_terminal import render_summaries
     from aiprof.report.terminal import console, text
     from aiprof.trace import load_trace

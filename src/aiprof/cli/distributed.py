@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(report))
         return 0
-    from aiprof.cli._distributed_render import render_distributed
+    from aiprof.report.distributed_terminal import render_distributed
 
     render_distributed(report, show_steps=args.steps)
     return 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiprof.cli._command import Command
 
-DEFAULT_MODEL = "aiprof.inference.demo_models:small_cnn"
+DEFAULT_MODEL = "aiprof.measure.inference.demo_models:small_cnn"
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +42,8 @@ def _render(report: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aiprof.inference.bench import load_model
-    from aiprof.inference.stages import run_stages
+    from aiprof.measure.inference.bench import load_model
+    from aiprof.measure.inference.stages import run_stages
     from aiprof.report.jsonout import dumps
 
     model, _ = load_model(args.model, input_shape=(3, 224, 224))

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({**dataclasses.asdict(estimate), "total_gb_per_gpu_by_zero_stage": per_stage}))
         return 0
-    from aiprof.cli._distributed_render import simple_table
+    from aiprof.report.distributed_terminal import simple_table
 
     rows = [
         ("parameters (GB)", f"{estimate.params_gb_per_gpu:.3f}"),

@@ -40,9 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiprof.measure.tensor.model_analysis import analyze_model
+    from aiprof.measure.tensor.model_loading import build_inputs, load_factory, prepare_model
     from aiprof.tensor.ceilings_model import ceilings_for_gpu, load_ceilings
-    from aiprof.tensor.model_analysis import analyze_model
-    from aiprof.tensor.model_loading import build_inputs, load_factory, prepare_model
 
     ceilings = load_ceilings(args.ceilings) if args.ceilings else None
     if ceilings is None and args.gpu:
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         forward = [op.call for op in analysis.recorded if op.phase == "forward"]
         result["fusion"] = analyze_fusion(forward, ceilings)
     if args.verify:
-        from aiprof.tensor.fusion_verify import verify_fusion
+        from aiprof.measure.tensor.fusion_verify import verify_fusion
 
         result["verify"] = verify_fusion(model, inputs)
     _render(args, result)

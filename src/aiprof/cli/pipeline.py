@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    from aiprof.cli._distributed_render import render_pipeline, render_tp_volume
+    from aiprof.report.distributed_terminal import render_pipeline, render_tp_volume
 
     render_pipeline(bubbles, split)
     if volume is not None:

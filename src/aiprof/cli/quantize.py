@@ -50,8 +50,8 @@ def _render(report: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     import torch
 
-    from aiprof.inference.bench import load_model
-    from aiprof.inference.quantize import analyze_quantization, measure_int8_speed
+    from aiprof.measure.inference.bench import load_model
+    from aiprof.measure.inference.quantize import analyze_quantization, measure_int8_speed
     from aiprof.report.jsonout import dumps
 
     torch.manual_seed(0)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     result = trace_roofline(trace, ceilings, allow_tf32=args.tf32)
     source = Path(args.source)
     if args.plot is None and source.is_dir():
-        from aiprof.runrecord import resolve_run_dir
+        from aiprof.record.runrecord import resolve_run_dir
 
         args.plot = resolve_run_dir(source) / "roofline.svg"
     if args.plot is not None:
@@ -89,7 +89,7 @@ def _load(source: Path, rank: int):  # type: ignore[no-untyped-def]
 
     if not source.is_dir():
         return load_trace(source), None
-    from aiprof.runrecord import load_run
+    from aiprof.record.runrecord import load_run
 
     record = load_run(source)
     if record.traces is None:

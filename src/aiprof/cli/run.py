@@ -76,11 +76,11 @@ def forwarded_flags(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiprof.capture import rundir
     from aiprof.capture.api import activate, deactivate
     from aiprof.capture.runner import parse_target, run_target
     from aiprof.capture.session import CaptureSession, RankInfo, import_torch
     from aiprof.errors import InputError
+    from aiprof.record import rundir
 
     words = args.script[1:] if args.script[:1] == ["--"] else args.script
     target = parse_target(words)
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(run_dir: Path, as_json: bool) -> None:
-    from aiprof.runrecord import read_meta
+    from aiprof.record.runrecord import read_meta
 
     meta = read_meta(run_dir)
     if as_json:

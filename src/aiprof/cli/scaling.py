@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(report))
         return 0
-    from aiprof.cli._distributed_render import render_scaling
+    from aiprof.report.distributed_terminal import render_scaling
 
     render_scaling(report)
     return 0

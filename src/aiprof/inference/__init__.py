@@ -1,7 +1,7 @@
 """Inference performance (chapter 33.3): dynamic batcher, simulator, tuning, padding analysis.
 
-These names import without torch; model-running parts (``bench``, ``stages``, ``coldstart``,
-``cudagraph``, ``quantize``) import it inside their functions.
+These names import without torch; what runs a model (latency curves, stages, cold start, CUDA
+graphs, INT8) is in ``aiprof.measure.inference``.
 """
 
 from aiprof.inference.batcher import DynamicBatcher, QueueFullError, RequestRejectedError

@@ -8,7 +8,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from aiprof.runrecord import RunMeta
+from aiprof.record.runrecord import RunMeta
 
 
 def render_run_summary(run_dir: Path, meta: RunMeta, stream: TextIO) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from aiprof.measure.tensor.ceilings import MeasuredCeilings
+from aiprof.measure.tensor.model_analysis import ModelAnalysis
 from aiprof.report.terminal import duration, shorten, text
 from aiprof.tensor.alignment import AlignmentFinding
 from aiprof.tensor.fusion import FusionReport
 from aiprof.tensor.layout import LayoutReport
-from aiprof.tensor.measure import MeasuredCeilings
 from aiprof.tensor.memtimeline import MemoryTimeline
-from aiprof.tensor.model_analysis import ModelAnalysis
 from aiprof.tensor.trace_roofline import TraceRoofline
 
 MAX_LINES = 8

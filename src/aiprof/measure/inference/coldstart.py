@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiprof.inference.bench import import_torch
-from aiprof.inference.timing import Timing, is_cuda, time_calls, wall_us
+from aiprof.measure.inference.bench import import_torch
+from aiprof.measure.inference.timing import Timing, is_cuda, time_calls, wall_us
 
 
 @dataclass(frozen=True, kw_only=True)

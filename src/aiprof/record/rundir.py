@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from aiprof.errors import InputError
-from aiprof.runrecord import LATEST_LINK
+from aiprof.record.runrecord import LATEST_LINK
 
 RUN_DIR_ENV = "AIPROF_RUN_DIR"
 """Environment variable naming the run directory shared by all ranks."""

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from aiprof.measure.tensor.timing import median_us
 from aiprof.tensor.ceilings_model import Ceilings
-from aiprof.tensor.timing import median_us
 
 GPU_SIZES = {"copy_bytes": 1 << 30, "gemm": 8192, "h2d_bytes": 256 << 20, "launches": 2000}
 CPU_SIZES = {"copy_bytes": 64 << 20, "gemm": 1024, "h2d_bytes": 0, "launches": 2000}

@@ -7,7 +7,7 @@ from typing import Any
 
 def small_cnn(num_classes: int = 1000) -> Any:
     """A five-layer convolutional classifier for 3x224x224 images (a stand-in, not ResNet)."""
-    from aiprof.inference.bench import import_torch
+    from aiprof.measure.inference.bench import import_torch
 
     nn = import_torch().nn
     layers: list[Any] = []

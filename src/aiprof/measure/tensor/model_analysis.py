@@ -14,7 +14,7 @@ from typing import Any
 
 from aiprof.errors import InputError
 from aiprof.factory import one_line
-from aiprof.tensor.capture import Clock, RecordedOp, record_ops
+from aiprof.measure.tensor.capture import Clock, RecordedOp, record_ops
 from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
 from aiprof.tensor.costmodel import CostSummary, op_cost, summarize
 from aiprof.tensor.opcost import OpCost

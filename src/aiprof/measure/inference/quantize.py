@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiprof.errors import InputError
-from aiprof.inference.bench import import_torch
+from aiprof.measure.inference.bench import import_torch
 
 QMAX = 127
 ACTIVATION_PERCENTILE = 99.99
@@ -185,7 +185,7 @@ def measure_int8_speed(model: Any, example: Any, *, iters: int = 20) -> dict[str
     import copy
     import warnings
 
-    from aiprof.inference.timing import Timing, time_calls
+    from aiprof.measure.inference.timing import Timing, time_calls
 
     torch = import_torch()
     model = model.eval().cpu()

@@ -1,0 +1,1 @@
+"""Collectives measured through torch.distributed (gloo on CPU, NCCL on GPUs)."""
