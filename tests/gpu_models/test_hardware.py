@@ -106,7 +106,7 @@ def test_live_device_through_nvml_when_torch_has_no_gpu(monkeypatch):
 
     import torch
 
-    from aiprof.hardware import live_device
+    from aiprof.measure.device import live_device
 
     fake = types.SimpleNamespace(
         NVMLError=RuntimeError, nvmlInit=lambda: None,
@@ -126,7 +126,7 @@ def test_live_device_without_torch_gpu_or_nvml_is_a_clear_error(monkeypatch):
     import torch
 
     from aiprof.errors import MissingDependencyError
-    from aiprof.hardware import live_device
+    from aiprof.measure.device import live_device
 
     monkeypatch.setitem(sys.modules, "pynvml", None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _arch(args: argparse.Namespace):  # -> ArchLimits
-    from aiprof.hardware import live_device, lookup
+    from aiprof.hardware import lookup
+    from aiprof.measure.device import live_device
 
     spec = live_device() if args.arch is None else lookup(args.arch)
     if spec.arch is None or not spec.occupancy_supported:

@@ -7,7 +7,6 @@ from aiprof.hardware.spec import (
     GpuSpec,
     arch_for,
     find_product,
-    live_device,
     lookup,
     normalize_dtype,
     spec_from_device_properties,
@@ -15,5 +14,5 @@ from aiprof.hardware.spec import (
 
 __all__ = [
     "ARCHES", "PRODUCTS", "TEXTBOOK_SM", "ArchLimits", "GpuSpec", "ProductSpec", "arch_for",
-    "find_product", "live_device", "lookup", "normalize_dtype", "spec_from_device_properties",
+    "find_product", "lookup", "normalize_dtype", "spec_from_device_properties",
 ]

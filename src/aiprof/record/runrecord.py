@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from aiprof.errors import InputError
-from aiprof.report.jsonout import dumps
+from aiprof.jsontext import dumps
 
 if TYPE_CHECKING:
     from aiprof.trace import TraceSet

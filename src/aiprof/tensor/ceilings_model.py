@@ -79,7 +79,7 @@ def ceilings_for_gpu(name: str) -> Ceilings:
 
 def save_ceilings(ceilings: Ceilings, path: Path) -> None:
     """Write ceilings as JSON (read back by :func:`load_ceilings`)."""
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     path.write_text(dumps(ceilings) + "\n")
 
