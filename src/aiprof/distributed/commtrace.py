@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from aiprof.analysis.classify import communication_kernels
 from aiprof.distributed.busbw import canonical_collective
 from aiprof.errors import InputError
 
@@ -238,11 +239,11 @@ def collective_calls(trace: Any) -> CollectiveCalls:
 
 
 def compute_spans(trace: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, ends) of compute: non-NCCL kernels, or ``aten::`` CPU ops without GPU events."""
+    """(starts, ends) of compute: kernels that are not communication (the one classifier,
+    ``analysis.classify.communication_kernels``), or ``aten::`` CPU ops without GPU events."""
     if len(trace.kernels):
         k = trace.kernels
-        nccl = np.fromiter(_parsed_names(trace, k.name_id), dtype=np.int64)
-        keep = ~np.isin(k.name_id, nccl)
+        keep = ~communication_kernels(trace)
         return k.ts_us[keep], k.ts_us[keep] + k.dur_us[keep]
     ops = trace.cpu_ops
     ids = np.unique(ops.name_id)
