@@ -140,6 +140,9 @@ def test_bad_input_raises_input_error(bad):
         ("1.5KiB", 1536),
         ("1e3", 1000),
         ("64kib", 65536),
+        ("8K", 8192),
+        ("8KB", 8000),
+        ("128M", 2**27),
     ],
 )
 def test_parse_bytes(text, value):

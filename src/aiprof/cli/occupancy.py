@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import re
 from dataclasses import replace
 
 from aiprof.cli._command import Command
 from aiprof.errors import InputError
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(k|kb|kib|m|mb|mib)?\s*$", re.IGNORECASE)
 _ARCH_OVERRIDES = (("--sm-threads", "max_threads_per_sm"), ("--sm-blocks", "max_blocks_per_sm"),
                    ("--sm-registers", "regs_per_sm"), ("--sm-shared-mem", "smem_per_sm_bytes"),
                    ("--reserved-shared-mem", "reserved_smem_per_block_bytes"))
 
 
 def parse_bytes(text: str) -> int:
-    """``8192``, ``8K``, ``8KiB`` -> bytes (K = 1024)."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise argparse.ArgumentTypeError(f"not a byte size: {text!r} (use e.g. 8192 or 8K)")
-    unit = (match.group(2) or "").lower()
-    return int(match.group(1)) * (1024**2 if unit.startswith("m") else 1024 if unit else 1)
+    """``8192``, ``8K``, ``8KiB`` -> bytes, for argparse (``distributed.sizes.parse_bytes``)."""
+    from aiprof.distributed.sizes import parse_bytes as parse
+
+    try:
+        return parse(text)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,13 +9,16 @@ from aiprof.errors import InputError
 _UNITS = {
     "": 1,
     "b": 1,
-    "k": 1000,
+    # A bare letter is binary, as nccl-tests' -b/-e sizes (128M = 2**27) and CUDA's "48K of
+    # shared memory" mean it; a "B" after it is decimal (SI), an "iB" binary (IEC 80000-13).
+    # The same rule as GNU coreutils' size suffixes (dd, head: K = 1024, KB = 1000).
+    "k": 1024,
+    "m": 1024**2,
+    "g": 1024**3,
+    "t": 1024**4,
     "kb": 1000,
-    "m": 1000**2,
     "mb": 1000**2,
-    "g": 1000**3,
     "gb": 1000**3,
-    "t": 1000**4,
     "tb": 1000**4,
     "ki": 1024,
     "kib": 1024,
@@ -30,7 +33,8 @@ _PATTERN = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s
 
 
 def parse_bytes(text: str | int | float) -> int:
-    """Bytes from ``"256MiB"``, ``"8"``, ``"1.5GB"`` (KB/MB/GB: 1000ⁿ; KiB/MiB/GiB: 1024ⁿ)."""
+    """Bytes from ``"256MiB"``, ``"8"``, ``"8K"``, ``"1.5GB"`` (K/M/G and KiB/MiB/GiB: 1024ⁿ;
+    KB/MB/GB: 1000ⁿ). The one byte-size parser of every command."""
     if isinstance(text, (int, float)):
         value, unit = float(text), ""
     else:
