@@ -33,7 +33,7 @@ from aiprof.measure.inference.coldstart import measure_coldstart
 from aiprof.measure.inference.cudagraph import measure_cuda_graph
 from aiprof.measure.inference.quantize import analyze_quantization, measure_int8_speed
 from aiprof.measure.inference.stages import run_stages
-from aiprof.measure.inference.timing import Timing, time_calls
+from aiprof.measure.timing import Timing, time_calls
 from aiprof.report.jsonout import dumps
 
 BERT_SEQ = 128

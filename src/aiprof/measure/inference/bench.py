@@ -15,7 +15,7 @@ from typing import Any
 from aiprof.errors import InputError, MissingDependencyError
 from aiprof.factory import one_line, resolve_factory
 from aiprof.inference.latency_curve import LatencyCurve
-from aiprof.measure.inference.timing import Timing, time_calls
+from aiprof.measure.timing import Timing, time_calls
 
 
 @dataclass(frozen=True, kw_only=True)

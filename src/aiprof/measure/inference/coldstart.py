@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.measure.inference.bench import import_torch
-from aiprof.measure.inference.timing import Timing, is_cuda, time_calls, wall_us
+from aiprof.measure.timing import Timing, is_cuda, time_calls, wall_us
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiprof.errors import UnsupportedDeviceError
 from aiprof.measure.inference.bench import import_torch
-from aiprof.measure.inference.timing import Timing, is_cuda, time_calls, wall_us
+from aiprof.measure.timing import Timing, is_cuda, time_calls, wall_us
 
 
 @dataclass(frozen=True, kw_only=True)

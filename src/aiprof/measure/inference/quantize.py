@@ -185,7 +185,7 @@ def measure_int8_speed(model: Any, example: Any, *, iters: int = 20) -> dict[str
     import copy
     import warnings
 
-    from aiprof.measure.inference.timing import Timing, time_calls
+    from aiprof.measure.timing import Timing, time_calls
 
     torch = import_torch()
     model = model.eval().cpu()

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from aiprof.errors import InputError
-from aiprof.measure.inference.timing import Timing, is_cuda, time_calls
+from aiprof.measure.timing import Timing, is_cuda, time_calls
 
 # ImageNet channel statistics used by torchvision's ResNet weights (torchvision docs, "transforms").
 MEAN = (0.485, 0.456, 0.406)

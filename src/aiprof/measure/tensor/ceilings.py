@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aiprof.measure.tensor.timing import median_us
+from aiprof.measure.timing import median_us
 from aiprof.tensor.ceilings_model import Ceilings
 
 GPU_SIZES = {"copy_bytes": 1 << 30, "gemm": 8192, "h2d_bytes": 256 << 20, "launches": 2000}

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiprof.errors import InputError
 from aiprof.factory import one_line
-from aiprof.measure.tensor.timing import median_us
+from aiprof.measure.timing import median_us
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Timing of a callable on CPU or GPU: warm-up, then per-call durations.
+"""Timing of a callable on CPU or GPU: warm-up, then per-call durations, or their median.
 
 On CUDA each call is bracketed by CUDA events recorded on the current stream and read after one
 synchronize (``torch.cuda.Event(enable_timing=True)``; resolution about 0.5 us per the CUDA runtime
@@ -7,12 +7,15 @@ documentation of ``cudaEventElapsedTime``); on CPU by ``time.perf_counter_ns``.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from aiprof.errors import InputError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,3 +89,27 @@ def _sync(device: str) -> Callable[[], None]:
 
         return lambda: torch.cuda.synchronize(device)
     return lambda: None
+
+
+def median_us(
+    fn: Callable[[], Any],
+    *,
+    device: str = "cpu",
+    warmup: int = 2,
+    repeats: int = 5,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> float:
+    """Median wall time of ``fn()`` in microseconds over ``repeats`` synchronized runs."""
+    if repeats < 1 or warmup < 0:
+        raise InputError(f"repeats must be >= 1 and warmup >= 0 (got {repeats}, {warmup})")
+    for _ in range(warmup):
+        fn()
+    sync = _sync(device)
+    sync()
+    samples = []
+    for _ in range(repeats):
+        start = clock()
+        fn()
+        sync()
+        samples.append((clock() - start) / 1e3)
+    return statistics.median(samples)
