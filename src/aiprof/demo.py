@@ -6,7 +6,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from aiprof.errors import MissingDependencyError
+from aiprof.optional import import_torch
 
 BUNDLED_TRACE = "h200_resnet50_bf16.trace.json.gz"
 """A real trace recorded on an NVIDIA H200 (see docs/foundation.md), shipped in aiprof/data."""
@@ -23,14 +23,10 @@ def profile_small_training(out_dir: Path | None = None, *, steps: int = 4) -> Pa
     Runs on the GPU when torch sees one, else on the CPU. Raises MissingDependencyError
     without torch.
     """
-    try:
-        import torch
-        from torch import nn
-        from torch.profiler import ProfilerActivity, profile, schedule
-    except ImportError:
-        raise MissingDependencyError(
-            "the demo workload needs PyTorch: pip install 'aiprof[torch]'"
-        ) from None
+    torch = import_torch("the demo workload")
+    from torch import nn
+    from torch.profiler import ProfilerActivity, profile, schedule
+
     torch.manual_seed(0)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = nn.Sequential(

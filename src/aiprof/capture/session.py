@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiprof import optional
 from aiprof.capture import environment, nvml
 from aiprof.capture.options import CaptureOptions
 from aiprof.capture.sampler import Clock, NvmlSampler, SamplerOptions, SystemClock
@@ -25,7 +26,6 @@ from aiprof.capture.steps import (
     install_record_function_hook,
 )
 from aiprof.capture.tee import OutputTee
-from aiprof.errors import MissingDependencyError
 from aiprof.record.runrecord import (
     SAMPLES_FILE,
     RunMeta,
@@ -37,15 +37,8 @@ from aiprof.trace import capture_timing
 
 
 def import_torch() -> Any:
-    """Import torch or raise the one-line error every capture path gives without it."""
-    try:
-        import torch
-        import torch.profiler  # noqa: F401
-    except ImportError:
-        raise MissingDependencyError(
-            "capture needs PyTorch: pip install 'aiprof[torch]' (analysis commands work without it)"
-        ) from None
-    return torch
+    """torch, or the one-line error every capture path gives without it."""
+    return optional.import_torch("capture")
 
 
 OTHER_PROFILER_NOTE = (

@@ -21,18 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiprof.errors import InputError, MissingDependencyError
+    from aiprof.errors import InputError
     from aiprof.report.jsonout import dumps
     from aiprof.tensor.ceilings_model import save_ceilings
 
     if args.repeats < 1:
         raise InputError(f"--repeats must be at least 1 (got {args.repeats})")
-    try:
-        import torch  # noqa: F401
+    from aiprof.optional import import_torch
 
-        from aiprof.measure.tensor.ceilings import measure_ceilings
-    except ImportError as error:
-        raise MissingDependencyError("aiprof ceilings needs torch: pip install torch") from error
+    import_torch("aiprof ceilings")
+    from aiprof.measure.tensor.ceilings import measure_ceilings
     measured = measure_ceilings(quick=args.quick, repeats=args.repeats)
     if args.save is not None:
         target = args.save / "ceilings.json" if args.save.is_dir() else args.save

@@ -294,14 +294,9 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 
 def _require_torch() -> None:
-    from importlib.util import find_spec
+    from aiprof.optional import import_torch
 
-    from aiprof.errors import MissingDependencyError
-
-    if find_spec("torch") is None:
-        raise MissingDependencyError(
-            "comm bench needs torch; install it with 'pip install aiprof[torch]'"
-        )
+    import_torch("aiprof comm bench")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiprof.errors import InputError, MissingDependencyError
+from aiprof import optional
+from aiprof.errors import InputError
 from aiprof.factory import one_line, resolve_factory
 from aiprof.inference.latency_curve import LatencyCurve
 from aiprof.measure.timing import Timing, time_calls
@@ -35,13 +36,7 @@ class MeasuredCurve:
 
 def import_torch() -> Any:
     """torch, or a MissingDependencyError saying how to install it."""
-    try:
-        import torch
-    except ImportError as error:
-        raise MissingDependencyError(
-            "this command runs a model: pip install 'aiprof[torch]'"
-        ) from error
-    return torch
+    return optional.import_torch("running a model")
 
 
 def load_factory(spec: str) -> Callable[[], Any]:

@@ -1,0 +1,24 @@
+"""Optional dependencies: the one place that imports torch on behalf of a feature and says, in
+one line, how to install it when it is missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiprof.errors import MissingDependencyError
+
+INSTALL_TORCH = (
+    "pip install 'aiprof[torch]' (or the torch build for your machine, see the README); "
+    "reading and analysing traces works without it"
+)
+
+
+def import_torch(feature: str) -> Any:
+    """``torch`` (with ``torch.profiler`` loaded), or a ``MissingDependencyError`` naming
+    ``feature`` ("capture", "the demo workload", "aiprof ceilings", ...)."""
+    try:
+        import torch
+        import torch.profiler  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError(f"{feature} needs PyTorch: {INSTALL_TORCH}") from None
+    return torch
