@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from aiprof.tensor.layout import CONVERSION_KERNEL
+
 GEMM_OR_CONV = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|cutlass|cublas|xmma|winograd|fft|matmul", re.I
 )
@@ -21,7 +23,8 @@ TENSOR_CORE = re.compile(
 FP32_CUDA_CORE = re.compile(
     r"sgemm|simt|f32f32_f32f32|implicit_convolve_sgemm|winograd|fft2d|gemv2?T?_kernel<float", re.I
 )
-LAYOUT_CONVERSION = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|convertTensor", re.I)
+LAYOUT_CONVERSION = CONVERSION_KERNEL
+"""NCHW<->NHWC conversion kernels: ``aiprof.tensor.layout.CONVERSION_KERNEL`` (one matcher)."""
 TRANSPOSE = re.compile(r"transpose|permute", re.I)
 """A transpose kernel; GEMM/conv kernels also name their tile iterators so (not conversions)."""
 ELEMENTWISE = re.compile(

@@ -9,6 +9,7 @@ memory reads and writes"), so its predicted time is ``2 · bytes / memory bandwi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,10 @@ CONV_OPS = frozenset(
     {"convolution", "_convolution", "conv2d", "cudnn_convolution", "convolution_backward"}
 )
 COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy"})
+CONVERSION_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|convertTensor", re.I)
+"""The layout-conversion kernels cuDNN runs around an NCHW half-precision convolution
+(``nchwToNhwcKernel``, ``nhwcToNchwKernel``, ``convertTensor_kernel``): the one matcher, used by
+the trace lints here and by ``analysis.layout`` and ``analysis.tensor_cores``."""
 CHANNELS_LAST_FIX = "model = model.to(memory_format=torch.channels_last) and the same for the input"
 COPY_FIX = "keep the producer's layout (avoid permute/transpose + contiguous), or fuse the copy"
 

@@ -10,14 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from aiprof.tensor.alignment import AlignmentFinding, lint_alignment
 from aiprof.tensor.ceilings_model import Ceilings
-from aiprof.tensor.layout import LayoutReport, lint_layout
+from aiprof.tensor.layout import CONVERSION_KERNEL, LayoutReport, lint_layout
 from aiprof.tensor.trace_ops import launching_ops
-
-CONVERSION_KERNEL_MARKERS = ("nchwtonhwc", "nhwctonchw")
 
 
 @dataclass(frozen=True)
@@ -33,9 +29,7 @@ class TraceLints:
 def conversion_time_by_op(trace: Any) -> dict[int, float]:
     """Conversion-kernel device time per launching CPU op row."""
     kernels = trace.kernels
-    names = [trace.name(int(i)).lower() for i in kernels.name_id]
-    mask = np.array([any(m in n for m in CONVERSION_KERNEL_MARKERS) for n in names], dtype=bool)
-    mask &= kernels.op_row >= 0 if len(mask) else mask
+    mask = trace.strings.mask(kernels.name_id, CONVERSION_KERNEL) & (kernels.op_row >= 0)
     times: dict[int, float] = {}
     for row, dur in zip(kernels.op_row[mask].tolist(), kernels.dur_us[mask].tolist(), strict=True):
         times[row] = times.get(row, 0.0) + dur
