@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from aiprof.errors import InputError
 from aiprof.gpu.divergence import divergence, even_odd
-from aiprof.gpu.roofline import ridge_point, ridge_points, roofline
+from aiprof.tensor.ceilings_model import ceilings_for_gpu
+from aiprof.tensor.opcost import OpCost
+from aiprof.tensor.roofline import place
 
 
 def test_chapter_example_costs_110_cycles():
@@ -49,24 +51,33 @@ def test_divergence_bounds(paths, a, b, c):
 
 def test_ridge_points_match_reference_table():
     # ../shared/reference/gpu-models.md §6.5 machine balance.
-    h200 = ridge_points("H200")
-    assert h200["fp32"] == pytest.approx(13.9, abs=0.05)
-    assert h200["fp16"] == pytest.approx(206, abs=0.5)
-    assert h200["fp8"] == pytest.approx(412, abs=0.5)
-    assert ridge_point("A100 40GB", "fp16") == pytest.approx(201, abs=0.5)
-    assert ridge_point("H100 SXM", "fp32") == pytest.approx(20.0, abs=0.05)
+    h200 = ceilings_for_gpu("H200")
+    assert h200.ridge_flop_per_byte("fp32") == pytest.approx(13.9, abs=0.05)
+    assert h200.ridge_flop_per_byte("fp16") == pytest.approx(206, abs=0.5)
+    assert h200.ridge_flop_per_byte("fp8") == pytest.approx(412, abs=0.5)
+    assert ceilings_for_gpu("A100 40GB").ridge_flop_per_byte("fp16") == pytest.approx(201, abs=0.5)
+    assert ceilings_for_gpu("H100 SXM").ridge_flop_per_byte("fp32") == pytest.approx(20.0, abs=0.05)
+
+
+def _gemm(flops: float, nbytes: float, precision: str) -> OpCost:
+    return OpCost(op="mm", family="matmul", flops=int(flops), bytes_read=int(nbytes),
+                  bytes_written=0, precision=precision)
 
 
 def test_textbook_gemm_is_compute_bound():
-    point = roofline("H100 SXM", 2 * 1024**3, 3 * 4 * 1024**2, "fp32")
+    point = place(_gemm(2 * 1024**3, 3 * 4 * 1024**2, "fp32"), ceilings_for_gpu("H100 SXM"))
     assert point.intensity_flop_per_byte == pytest.approx(170.67, abs=0.01)
-    assert point.bound == "compute" and point.attainable_flops == point.peak_flops
+    assert point.bound == "compute"
+    assert point.roof_time_us == pytest.approx(2 * 1024**3 / point.peak_flops_per_s * 1e6)
 
 
-@given(st.floats(1, 1e15), st.floats(1, 1e12), st.sampled_from(["fp32", "bf16", "fp64"]))
-def test_attainable_never_exceeds_a_ceiling(flops, nbytes, dtype):
-    point = roofline("A100 80GB", flops, nbytes, dtype)
-    assert point.attainable_flops <= point.peak_flops
-    memory_roof = point.intensity_flop_per_byte * point.mem_bandwidth_bytes_per_s
-    assert point.attainable_flops <= memory_roof * (1 + 1e-12)
-    assert (point.bound == "memory") == (point.intensity_flop_per_byte < point.ridge_flop_per_byte)
+@given(st.floats(1e3, 1e15), st.floats(1, 1e12), st.sampled_from(["fp32", "bf16", "fp64"]))
+def test_roof_time_is_the_larger_of_the_two_ceilings(flops, nbytes, precision):
+    ceilings = ceilings_for_gpu("A100 80GB")
+    point = place(_gemm(flops, nbytes, precision), ceilings)
+    compute_us = int(flops) / point.peak_flops_per_s * 1e6
+    memory_us = int(nbytes) / ceilings.memory_bytes_per_s * 1e6
+    assert point.roof_time_us == pytest.approx(max(compute_us, memory_us))
+    if point.bound in ("compute", "memory"):
+        intensity = point.intensity_flop_per_byte
+        assert (point.bound == "memory") == (intensity < point.ridge_flop_per_byte)

@@ -45,6 +45,10 @@ class Ceilings:
             return self.matmul_flops_per_s["fp32"]
         raise UnsupportedDeviceError(f"{self.name}: no matmul peak for {precision}")
 
+    def ridge_flop_per_byte(self, precision: str, *, allow_tf32: bool = False) -> float:
+        """Machine balance: the matrix peak over memory bandwidth (gpu-models.md §6.1, §6.5)."""
+        return self.matmul_peak(precision, allow_tf32=allow_tf32) / self.memory_bytes_per_s
+
     @property
     def latency_floor_us(self) -> float:
         """Roof time under which an op is latency-bound (measured launch latency or the default)."""
