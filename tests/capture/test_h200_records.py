@@ -114,6 +114,6 @@ def test_gpu_capture_times_its_unprofiled_steps_and_diagnose_fits_to_them():
     unprofiled = unprofiled_step_us(trace)
     assert unprofiled is not None and unprofiled < 0.8 * Context(trace, DiagnoseOptions()).step_us
     result = diagnose(TIMED_RUN)
-    assert result.profiler["source"] == "fitted"
+    assert result.profiler.source == "fitted"
     ctx = Context(trace, DiagnoseOptions())
     assert ctx.base_us / len(trace.steps) == pytest.approx(unprofiled, rel=0.01)

@@ -9,7 +9,7 @@ import pytest
 
 from aiprof.analysis.breakdown import gpu_busy_pct
 from aiprof.diagnose import DiagnoseOptions, diagnose
-from aiprof.diagnose.finding import CATEGORIES, HOST_SIDE
+from aiprof.diagnose.rules import CATEGORIES, HOST_SIDE
 from aiprof.trace import load_trace, load_traces
 
 TESTS = Path(__file__).parents[1]
@@ -216,7 +216,7 @@ def test_syncs_outrank_cuda_graphs_while_graphs_cannot_capture_them(case: dict) 
 def test_item_case_in_fresh_processes_within_30_pct(case: dict) -> None:
     """Eight more captures of the .item() case, each with its capture's own unprofiled timing."""
     result = diagnose(case["path"])
-    assert result.profiler["source"] == "fitted"
+    assert result.profiler.source == "fitted"
     _assert_within_30_pct(result, case)
 
 
@@ -227,7 +227,7 @@ def test_item_case_plain_traces_within_30_pct_given_the_unprofiled_step(case: di
     the profiler's cost is fitted to it: 1.8 to 13.6 µs per event between these recordings."""
     options = DiagnoseOptions(unprofiled_step_us=1000.0 * float(case["planted_step_ms"]))
     result = diagnose(case["path"], options)
-    assert result.profiler["source"] == "fitted"
+    assert result.profiler.source == "fitted"
     _assert_within_30_pct(result, case)
 
 

@@ -10,7 +10,7 @@ from kineto_synth import TraceBuilder, gpu_bound, launch_bound
 
 from aiprof.cli.main import main
 from aiprof.diagnose import diagnose
-from aiprof.diagnose.finding import CATEGORIES
+from aiprof.diagnose.rules import CATEGORIES
 from aiprof.trace import load_trace
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
@@ -70,7 +70,7 @@ def test_scalar_reads_go_with_their_copies_and_cpu_time(tmp_path: Path) -> None:
     the read's CPU time and its device-to-host copy, not only the wait."""
     from aiprof.analysis import intervals as iv
     from aiprof.diagnose.context import Context, DiagnoseOptions
-    from aiprof.diagnose.host_rules import _sync_change
+    from aiprof.diagnose.rules.host_sync import change as _sync_change
 
     b = TraceBuilder()
     t, layers = 0.0, 10

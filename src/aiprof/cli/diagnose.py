@@ -7,11 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.cli._command import Command
+from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US
 from aiprof.errors import InputError
-
-DEFAULT_OVERHEAD_US_TEXT = "2.3"
-"""``calibration.DEFAULT_OVERHEAD_US`` as the help shows it (not imported: that would load the
-whole diagnosis for every command's parser; tests/diagnose/test_calibration.py compares)."""
 
 
 def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +47,7 @@ def add_profiler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profiler-overhead", type=float, metavar="US",
                         help="CPU µs the profiler added per recorded op or runtime call, taken "
                              f"out of the replay (default: fitted to the unprofiled step, else "
-                             f"{DEFAULT_OVERHEAD_US_TEXT}; 0: as recorded)")
+                             f"{DEFAULT_OVERHEAD_US:g}; 0: as recorded)")
 
 
 def profiler_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,7 +1,40 @@
-"""Diagnosis: one rule per cause turns analysis passes into ranked findings with a gain."""
+"""Diagnosis: one rule per cause turns analysis passes into ranked findings with a gain.
 
-from aiprof.diagnose.context import DiagnoseOptions
-from aiprof.diagnose.engine import diagnose
-from aiprof.diagnose.finding import Diagnosis, Finding
+The vocabulary is ``aiprof.diagnose.rules.RULES`` (one module per category). Names here are
+imported when first used (PEP 562, as in ``aiprof``), so reading a constant such as
+``calibration.DEFAULT_OVERHEAD_US`` does not load every rule.
+"""
 
-__all__ = ["DiagnoseOptions", "Diagnosis", "Finding", "diagnose"]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aiprof.diagnose.context import DiagnoseOptions
+    from aiprof.diagnose.engine import diagnose
+    from aiprof.diagnose.finding import Diagnosis, Finding
+    from aiprof.diagnose.rule import Rule
+
+_WHERE = {
+    "DiagnoseOptions": "aiprof.diagnose.context",
+    "Diagnosis": "aiprof.diagnose.finding",
+    "Finding": "aiprof.diagnose.finding",
+    "Rule": "aiprof.diagnose.rule",
+    "diagnose": "aiprof.diagnose.engine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'aiprof.diagnose' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = ["DiagnoseOptions", "Diagnosis", "Finding", "Rule", "diagnose"]

@@ -17,8 +17,10 @@ the unprofiled step is at or below the replay with every event costing ``MAX_OVE
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from aiprof.diagnose.replay import Timeline, replay
+if TYPE_CHECKING:
+    from aiprof.diagnose.replay import Timeline
 
 DEFAULT_OVERHEAD_US = 2.3
 """Per recorded CPU op or runtime call, when the trace has no unprofiled step time: the median
@@ -39,9 +41,17 @@ class Calibration:
     unprofiled_step_us: float | None = None
     note: str = ""
 
+    def document(self) -> dict[str, object]:
+        """The ``profiler`` object of ``aiprof.diagnosis/1``."""
+        unprofiled = self.unprofiled_step_us
+        return {"overhead_us": round(self.overhead_us, 3), "source": self.source,
+                "unprofiled_step_us": round(unprofiled, 3) if unprofiled is not None else None}
+
 
 def fit_overhead(timeline: Timeline, num_steps: int, unprofiled_step_us: float) -> Calibration:
     """The per-event cost at which the replay's step equals ``unprofiled_step_us``."""
+    from aiprof.diagnose.replay import replay  # lazily: the CLI's parsers read the default
+
     steps = max(num_steps, 1)
 
     def step_us(overhead_us: float) -> float:

@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import replace
 
-from aiprof.diagnose import host_rules, kernel_rules, rank_rules
 from aiprof.diagnose.context import Context, DiagnoseOptions
 from aiprof.diagnose.finding import Diagnosis, Finding
+from aiprof.diagnose.rules import RULES
 from aiprof.errors import AiprofError
 from aiprof.trace import Trace, TraceSet
 
 UNKNOWN_GPU = "unknown GPU (no deviceProperties)"
-Rule = Callable[[Context], Finding | None]
-RULES: tuple[Rule, ...] = (
-    host_rules.dataloader_rule,
-    host_rules.cpu_bound_rule,
-    host_rules.host_sync_rule,
-    host_rules.h2d_transfer_rule,
-    host_rules.allocator_rule,
-    kernel_rules.tensor_cores_rule,
-    kernel_rules.layout_rule,
-    kernel_rules.unfused_rule,
-    kernel_rules.misaligned_rule,
-    kernel_rules.occupancy_rule,
-    rank_rules.communication_rule,
-)
 
 
 def diagnose_trace(
@@ -36,7 +21,7 @@ def diagnose_trace(
     ctx = Context(trace, options or DiagnoseOptions())
     if not trace.has_gpu:
         return [], ctx
-    found = [finding for rule in RULES if (finding := rule(ctx)) is not None]
+    found = [f for rule in RULES if rule.find and (f := rule.find(ctx)) is not None]
     return found, ctx
 
 
@@ -44,21 +29,31 @@ def diagnose(
     target: Trace | TraceSet | str | os.PathLike[str], options: DiagnoseOptions | None = None
 ) -> Diagnosis:
     """Ranked findings of a trace, a trace set (all ranks) or a path (trace, directory, run)."""
+    return diagnose_ranks(target, options)[0]
+
+
+def diagnose_ranks(
+    target: Trace | TraceSet | str | os.PathLike[str], options: DiagnoseOptions | None = None
+) -> tuple[Diagnosis, list[Context]]:
+    """The diagnosis and each rank's context (its passes, for the report's per-rank views)."""
     options = options or DiagnoseOptions()
     traces = _as_trace_set(target)
     per_rank = [diagnose_trace(t, options) for t in traces]
     findings = _merge_ranks([(ctx.trace.rank, f) for found, ctx in per_rank for f in found])
     notes = []
     if len(traces) > 1:
-        try:
-            findings.extend(rank_rules.straggler_findings(traces))
-        except AiprofError as error:
-            notes.append(f"straggler analysis skipped: {error}")
+        for rule in RULES:
+            if rule.find_ranks is None:
+                continue
+            try:
+                findings.extend(rule.find_ranks(traces))
+            except AiprofError as error:
+                notes.append(f"{rule.category} analysis skipped: {error}")
     ranked = rank_findings([f for f in findings if f.estimated_gain_pct >= options.min_gain_pct])
     slowest = max((ctx for _, ctx in per_rank), key=lambda c: c.step_us)
     device = slowest.trace.device
     has_gpu = any(t.has_gpu for t in traces)
-    return Diagnosis(
+    diagnosis = Diagnosis(
         findings=ranked,
         verdict=verdict(ranked, options, has_gpu, slowest.step_us),
         step_us=slowest.step_us,
@@ -68,18 +63,9 @@ def diagnose(
         device=device.name if device else (UNKNOWN_GPU if has_gpu else None),
         num_ranks=len(traces),
         notes=notes + ([slowest.calibration.note] if slowest.calibration.note else []),
-        profiler=_profiler_cost(slowest) if has_gpu else {},
+        profiler=slowest.calibration if has_gpu else None,
     )
-
-
-def _profiler_cost(ctx: Context) -> dict[str, object]:
-    cal = ctx.calibration
-    return {
-        "overhead_us": round(cal.overhead_us, 3),
-        "source": cal.source,
-        "unprofiled_step_us": round(cal.unprofiled_step_us, 3)
-        if cal.unprofiled_step_us is not None else None,
-    }
+    return diagnosis, [ctx for _, ctx in per_rank]
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
@@ -87,7 +73,7 @@ def rank_findings(findings: list[Finding]) -> list[Finding]:
 
     No reordering beyond that: a cause a CUDA graph cannot capture outranks ``cpu_bound``
     through the gains themselves (``cpu_bound`` then counts only what graphs add once such
-    causes are fixed; host_rules.cpu_bound_rule).
+    causes are fixed; rules/cpu_bound.py).
     """
     ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
     return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]

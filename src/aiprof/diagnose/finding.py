@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from aiprof.diagnose.calibration import Calibration
+
+if TYPE_CHECKING:
+    from aiprof.diagnose.replay import Change
 
 SCHEMA = "aiprof.diagnosis/1"
-CATEGORIES = (
-    "dataloader",
-    "cpu_bound",
-    "host_sync",
-    "h2d_transfer",
-    "tensor_cores_unused",
-    "layout_conversion",
-    "unfused_elementwise",
-    "misaligned_shapes",
-    "allocator_churn",
-    "communication_exposed",
-    "straggler",
-    "low_occupancy",
-)
-"""The categories of ../shared/DESIGN.md, "Diagnosis vocabulary"."""
-HOST_SIDE = frozenset({"dataloader", "cpu_bound", "host_sync", "h2d_transfer"})
 
 
 def severity(gain_pct: float) -> str:
@@ -43,6 +32,8 @@ class Finding:
     """The replay change behind ``estimated_gain_pct`` (docs/diagnose.md)."""
     rank: int = 0
     """Position in the ranking (1 = largest gain), set by ``rank_findings``."""
+    change: Change | None = field(default=None, repr=False, compare=False)
+    """The replay change behind the gain (None for gains not from the replay); not in JSON."""
 
     @property
     def severity(self) -> str:
@@ -62,10 +53,9 @@ class Diagnosis:
     device: str | None
     num_ranks: int = 1
     notes: list[str] = field(default_factory=list)
-    profiler: dict[str, Any] = field(default_factory=dict)
-    """The profiler's per-event cost the replay took out (of the slowest rank): ``overhead_us``,
-    ``source`` (fitted, given, default) and ``unprofiled_step_us`` when measured; why a fit was
-    refused goes to ``notes``."""
+    profiler: Calibration | None = None
+    """The profiler's per-event cost the replay took out (of the slowest rank); None without
+    GPU activity. Why a fit was refused goes to ``notes`` too."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.diagnosis/1`` JSON document."""
@@ -89,7 +79,7 @@ class Diagnosis:
             "num_ranks": self.num_ranks,
             "step_us": self.step_us,
             "replay_step_us": self.replay_step_us,
-            "profiler": self.profiler,
+            "profiler": self.profiler.document() if self.profiler else {},
             "notes": self.notes,
         }
 

@@ -10,7 +10,7 @@ from aiprof.analysis.idle import IdleResult
 from aiprof.analysis.occupancy import OccupancyResult
 from aiprof.analysis.summary import RankSummary, summarize_trace
 from aiprof.diagnose.context import Context, DiagnoseOptions
-from aiprof.diagnose.engine import diagnose, diagnose_trace
+from aiprof.diagnose.engine import diagnose_ranks
 from aiprof.diagnose.finding import Diagnosis
 from aiprof.errors import AiprofError
 from aiprof.tensor.trace_roofline import TraceRoofline, trace_roofline
@@ -54,14 +54,17 @@ class ReportData:
     ranks: list[RankView]
 
 
-def report_data(traces: TraceSet, title: str, options: DiagnoseOptions | None = None) -> ReportData:
-    """Diagnose ``traces`` and collect the per-rank views."""
-    diagnosis = diagnose(traces, options)
-    ranks = []
-    for trace in traces:
-        _, ctx = diagnose_trace(trace, options)
-        ranks.append(_rank_view(trace, ctx))
-    return ReportData(title, diagnosis, ranks)
+def report_data(
+    traces: TraceSet, title: str, options: DiagnoseOptions | None = None,
+    diagnosis: Diagnosis | None = None,
+) -> ReportData:
+    """The per-rank views of ``traces`` beside their diagnosis: ``diagnosis`` when given (it is
+    not computed again), else diagnosed here, once."""
+    if diagnosis is None:
+        diagnosis, contexts = diagnose_ranks(traces, options)
+    else:
+        contexts = [Context(trace, options or DiagnoseOptions()) for trace in traces]
+    return ReportData(title, diagnosis, [_rank_view(ctx.trace, ctx) for ctx in contexts])
 
 
 def _rank_view(trace: Trace, ctx: Context) -> RankView:

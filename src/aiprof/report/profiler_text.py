@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from aiprof.diagnose.calibration import Calibration
 
 
-def profiler_line(profiler: dict[str, Any]) -> str:
+def profiler_line(profiler: Calibration) -> str:
     """How much profiler time per recorded event the gains leave out, and why that much."""
-    unprofiled = profiler.get("unprofiled_step_us")
-    source = profiler.get("source")
+    unprofiled = profiler.unprofiled_step_us
+    source = profiler.source
     if source == "fitted":
         how = (f"fitted to the step measured without the profiler, {unprofiled / 1000:.3f} ms"
                if unprofiled else "fitted")
@@ -18,4 +18,4 @@ def profiler_line(profiler: dict[str, Any]) -> str:
         how = f"default: the unprofiled {unprofiled / 1000:.3f} ms step cannot be fitted"
     else:
         how = "default: no step time measured without the profiler"
-    return f"profiler cost taken out: {profiler['overhead_us']:.2f} µs per recorded event ({how})"
+    return f"profiler cost taken out: {profiler.overhead_us:.2f} µs per recorded event ({how})"

@@ -1,0 +1,55 @@
+"""``allocator_churn``: cudaMalloc/cudaFree in the steady state (``empty_cache()``, changing
+shapes)."""
+
+from __future__ import annotations
+
+from aiprof.diagnose.context import Context
+from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.replay import Change
+from aiprof.diagnose.rule import Rule, ms
+
+
+def change(ctx: Context) -> Change | None:
+    """The malloc/free calls' CPU time removed, and cudaFree's device sync."""
+    al = ctx.allocator
+    if al.num_mallocs + al.num_frees == 0:
+        return None
+    return Change(removed_cpu=al.call_spans, unblocked=frozenset(al.free_rows.tolist()))
+
+
+def find(ctx: Context) -> Finding | None:
+    al = ctx.allocator
+    fix = change(ctx)
+    if fix is None:
+        return None
+    steps = max(al.num_steady_steps, 1)
+    return Finding(
+        category="allocator_churn",
+        title=f"{(al.num_mallocs + al.num_frees) / steps:.0f} cudaMalloc/cudaFree calls per "
+              "step after warm-up",
+        estimated_gain_pct=ctx.gain_pct(fix),
+        evidence={
+            "mallocs_per_step": round(al.num_mallocs / steps, 1),
+            "frees_per_step": round(al.num_frees / steps, 1),
+            "allocator_ms_per_step": ms((al.malloc_us + al.free_us) / steps),
+            "reserved_memory_drops": al.num_reserved_drops,
+            "steady_steps": al.num_steady_steps,
+        },
+        fix=(
+            "Let the caching allocator keep its memory: remove torch.cuda.empty_cache() (and "
+            "gc.collect()) from the loop, keep tensor shapes static (pad/bucket variable "
+            "lengths), and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+        ),
+        model="replay without the malloc/free calls' CPU time and without cudaFree's device sync",
+        change=fix,
+    )
+
+
+RULE = Rule(
+    category="allocator_churn",
+    meaning="cudaMalloc/cudaFree (or empty_cache) inside the steady-state step",
+    find=find,
+    change=change,
+    blocks_capture=True,
+    order=90,
+)

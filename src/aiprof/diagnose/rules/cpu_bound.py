@@ -1,0 +1,97 @@
+"""``cpu_bound``: the GPU waits for kernels the CPU launches slower than they run."""
+
+from __future__ import annotations
+
+from aiprof.analysis import intervals as iv
+from aiprof.diagnose.context import Context
+from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.replay import Change, combine
+from aiprof.diagnose.rule import Rule, ms
+from aiprof.diagnose.rules.host_sync import sync_op_spans
+
+
+def change(ctx: Context) -> Change | None:
+    """CPU work between launches set to zero (CUDA graphs), the time a graph cannot take kept."""
+    host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
+    if host_wait <= 0 or ctx.launch.num_launches == 0:
+        return None
+    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx))
+    return Change(launch_work_scale=0.0, protected_cpu=protected)
+
+
+def capture_blockers(ctx: Context) -> dict[str, Change]:
+    """The changes of the causes a CUDA graph cannot capture, by category: those present and
+    worth reporting (their own gain at least ``min_gain_pct``)."""
+    from aiprof.diagnose.rules import RULES
+
+    changes = {r.category: r.change(ctx) for r in RULES if r.blocks_capture and r.change}
+    return {
+        category: fix
+        for category, fix in changes.items()
+        if fix is not None and ctx.gain_pct(fix) >= ctx.options.min_gain_pct
+    }
+
+
+def find(ctx: Context) -> Finding | None:
+    graphs = change(ctx)
+    if graphs is None:
+        return None
+    host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
+    busiest = ctx.idle.streams[0]
+    # launches can only close the gaps where the GPU waited for the host: the bound
+    bound = 100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9)
+    blockers = capture_blockers(ctx)
+    if blockers:  # a graph cannot capture them: the gain is what graphs add once they are gone
+        first = combine(*blockers.values())
+        gain = ctx.gain_pct(combine(first, graphs)) - ctx.gain_pct(first)
+    else:
+        gain = ctx.gain_pct(graphs)
+    gain = max(0.0, min(gain, bound))
+    launch = ctx.launch
+    return Finding(
+        category="cpu_bound",
+        title=(
+            f"The GPU waits for kernel launches {bound:.0f}% of the step "
+            f"({round(launch.launches_per_step)} launches per step, median kernel "
+            f"{launch.median_kernel_us:.1f} µs)"
+        ),
+        estimated_gain_pct=gain,
+        evidence={
+            "gpu_idle_pct": round(busiest.idle_pct, 1),
+            "host_wait_ms_per_step": ms(host_wait / max(len(ctx.trace.steps), 1)),
+            "launches_per_step": round(launch.launches_per_step, 1),
+            "median_launch_us": round(launch.median_launch_us, 2),
+            "median_kernel_us": round(launch.median_kernel_us, 2),
+            "kernels_shorter_than_launch_pct": round(launch.shorter_than_launch_pct, 1),
+            "launch_cpu_ms_per_step": ms(launch.launch_us / max(len(ctx.trace.steps), 1)),
+            "gpu_ms_per_step": ms(launch.gpu_us / max(len(ctx.trace.steps), 1)),
+            "after_fixing_first": sorted(blockers),
+        },
+        fix=(
+            ("Once " + ", ".join(sorted(blockers)) + " is fixed (a CUDA graph cannot capture "
+             "it): " if blockers else "")
+            + "Launch less from Python: capture the step with CUDA graphs "
+            "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.graphs), use a "
+            "larger batch so each kernel does more work, and replace loops of small ops by "
+            "batched or fused ones (torch._foreach_*, fused optimizers: Adam(fused=True))."
+        ),
+        model=(
+            "replay with the CPU work between launches set to zero (every launch issued as "
+            "soon as the previous event); DataLoader and allocator time, sync waits and the "
+            "CPU time of the ops that synchronize kept. When syncs, steady-state "
+            "cudaMalloc/cudaFree or pageable copies are present (a CUDA graph cannot capture "
+            "them), the gain is what graphs add to the step with those fixed first"
+        ),
+        change=graphs,
+    )
+
+
+RULE = Rule(
+    category="cpu_bound",
+    meaning="the GPU idles because kernels are launched slower than they run (Python/launch "
+            "overhead, tiny kernels, small batch)",
+    find=find,
+    change=change,
+    host_side=True,
+    order=20,
+)

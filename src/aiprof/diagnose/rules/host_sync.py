@@ -1,0 +1,100 @@
+"""``host_sync``: synchronizations (``.item()``, ``.cpu()``, sync calls, device-to-host copies)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from aiprof.analysis import intervals as iv
+from aiprof.analysis.sync import scalar_reads
+from aiprof.diagnose.context import Context
+from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.replay import Change
+from aiprof.diagnose.rule import Rule, ms
+
+
+def chosen_syncs(ctx: Context) -> np.ndarray:
+    """Sync points other than host-to-device copies (those are ``h2d_transfer``'s)."""
+    h2d = np.array(["HtoD" in k for k in ctx.syncs.kind], dtype=bool)
+    return np.flatnonzero(~h2d)
+
+
+def sync_op_spans(ctx: Context) -> iv.Intervals:
+    """CPU spans of the ops that issued sync points (``aten::_local_scalar_dense`` ...).
+
+    A CUDA graph cannot capture a synchronization: the op around it runs eagerly between
+    graph replays, so its CPU time stays when the launches are collapsed.
+    """
+    rt, ops = ctx.trace.runtime, ctx.trace.cpu_ops
+    rows = rt.op_row[ctx.syncs.call_row]
+    rows = rows[rows >= 0]
+    return iv.union(ops.ts_us[rows], ops.end_us[rows])
+
+
+def change(ctx: Context) -> Change | None:
+    """The syncs stop making the CPU wait; a scalar read (``.item()``) goes altogether, its
+    CPU time and its device-to-host copy: the fix keeps the value on the GPU."""
+    chosen = chosen_syncs(ctx)
+    if len(chosen) == 0:
+        return None
+    syncs = ctx.syncs
+    at_us = syncs.cpu_start_us[chosen]
+    reads = scalar_reads(ctx.trace, at_us)
+    copies = syncs.gpu_row[chosen][(syncs.gpu_row[chosen] >= 0) & iv.contains(reads, at_us)]
+    return Change(
+        unblocked=frozenset(syncs.call_row[chosen].tolist()),
+        removed_cpu=reads,
+        gpu_dur_us={int(row): 0.0 for row in copies.tolist()},
+    )
+
+
+def find(ctx: Context) -> Finding | None:
+    syncs = ctx.syncs
+    chosen = chosen_syncs(ctx)
+    fix = change(ctx)
+    if fix is None:
+        return None
+    steps = max(syncs.num_steps, 1)
+    sites = Counter(syncs.site[i] for i in chosen).most_common(ctx.options.max_items)
+    kinds = Counter(syncs.kind[i] for i in chosen).most_common(ctx.options.max_items)
+    blocked = float(np.sum(syncs.cpu_end_us[chosen] - syncs.cpu_start_us[chosen]))
+    return Finding(
+        category="host_sync",
+        title=f"{len(chosen) / steps:.0f} host-device syncs per step drain the GPU queue",
+        estimated_gain_pct=ctx.gain_pct(fix),
+        evidence={
+            "syncs_per_step": round(len(chosen) / steps, 1),
+            "item_calls_per_step": round(syncs.num_scalar_ops / steps, 1),
+            "cpu_blocked_ms_per_step": ms(blocked / steps),
+            "gpu_idle_after_syncs_ms_per_step": ms(
+                float(syncs.idle_after_us[chosen].sum()) / steps
+            ),
+            "kinds": [{"kind": k, "count": c} for k, c in kinds],
+            "call_sites": [{"op": s, "count": c} for s, c in sites],
+        },
+        fix=(
+            "Keep values on the GPU inside the loop: remove .item() / .cpu() / print(tensor) "
+            "and Python `if` on tensors from the step (accumulate losses as tensors, read them "
+            "every N steps), avoid torch.cuda.synchronize() outside timing code, and use "
+            "non_blocking=True copies into pinned buffers when the host needs the data."
+        ),
+        model=(
+            "replay with these sync points no longer making the CPU wait, and the scalar reads "
+            "(.item()) that issued them gone with their CPU time and device-to-host copies "
+            "(the value stays on the GPU)"
+        ),
+        change=fix,
+    )
+
+
+RULE = Rule(
+    category="host_sync",
+    meaning="host-device synchronizations (`.item()`, `.cpu()`, `cudaDeviceSynchronize`, sync "
+            "copies) stall the queue",
+    find=find,
+    change=change,
+    host_side=True,
+    blocks_capture=True,
+    order=30,
+)

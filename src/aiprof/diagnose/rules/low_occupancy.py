@@ -1,0 +1,72 @@
+"""``low_occupancy``: kernels whose grid has fewer blocks than the GPU has SMs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aiprof.diagnose.context import Context
+from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.replay import Change
+from aiprof.diagnose.rule import Rule
+
+
+def _per_step(ctx: Context, us: float) -> float:
+    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
+
+
+def change(ctx: Context) -> Change | None:
+    """Each small-grid kernel spread over every SM, not below the trace's shortest kernel."""
+    occ = ctx.occupancy
+    if not occ.supported or len(occ.small_grid_rows) == 0 or not occ.num_sms:
+        return None
+    dur = ctx.trace.gpu_ops.dur_us
+    kernels = ctx.trace.kernels.dur_us
+    floor = float(np.min(kernels[kernels > 0])) if np.any(kernels > 0) else 0.0
+    scale = occ.small_grid_blocks / occ.num_sms
+    new = {
+        int(r): max(float(dur[r]) * float(s), floor)
+        for r, s in zip(occ.small_grid_rows, scale, strict=True)
+    }
+    return Change(gpu_dur_us=new)
+
+
+def find(ctx: Context) -> Finding | None:
+    """Kernels whose grid has fewer blocks than the GPU has SMs."""
+    occ = ctx.occupancy
+    fix = change(ctx)
+    if fix is None:
+        return None
+    gain = ctx.gain_pct(fix)
+    return Finding(
+        category="low_occupancy",
+        title=f"{_per_step(ctx, occ.small_grid_us)} ms per step in kernels with fewer blocks "
+              f"than the {occ.num_sms} SMs",
+        estimated_gain_pct=gain,
+        evidence={
+            "small_grid_ms_per_step": _per_step(ctx, occ.small_grid_us),
+            "num_sms": occ.num_sms,
+            "time_weighted_occupancy_pct": round(occ.time_weighted_occupancy_pct, 1),
+            "limiter_ms": {k: round(v / 1000.0, 3) for k, v in sorted(occ.limiter_us.items())},
+            "top_kernels": ctx.top_kernels(occ.small_grid_rows),
+        },
+        fix=(
+            "Give the GPU more parallel work: a larger batch, fused or batched small ops "
+            "(torch.compile, torch._foreach_*), split-K/stream-K GEMMs for skinny shapes; for "
+            "custom kernels, more blocks per launch and fewer registers/shared memory per block."
+        ),
+        model=(
+            "replay with each small-grid kernel spread over every SM: duration x blocks / SMs, "
+            "not below the trace's shortest kernel"
+        ),
+        change=fix,
+    )
+
+
+RULE = Rule(
+    category="low_occupancy",
+    meaning="kernels that cannot fill the GPU: grids smaller than the SM count, occupancy "
+            "limited by registers/shared memory",
+    find=find,
+    change=change,
+    order=120,
+)
