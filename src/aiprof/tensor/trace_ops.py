@@ -39,8 +39,7 @@ def launching_ops(trace: Any) -> list[TraceOp]:
     for table, keep in ((trace.kernels, None), (trace.memset, None), (trace.memcpy, "DtoD")):
         mask = table.op_row >= 0
         if keep is not None:
-            names = np.array([keep in trace.name(int(i)) for i in table.name_id], dtype=bool)
-            mask &= names if len(names) else mask
+            mask &= trace.strings.mask(table.name_id, keep)
         rows.append(table.op_row[mask])
         durations.append(table.dur_us[mask])
     row_ids, dur = np.concatenate(rows), np.concatenate(durations)
@@ -52,10 +51,24 @@ def launching_ops(trace: Any) -> list[TraceOp]:
     ops = trace.cpu_ops
     order = np.nonzero(counts)[0]
     order = order[np.argsort(ops.ts_us[order], kind="stable")]
+    calls = _calls_by_signature(trace, order)
     return [
-        TraceOp(int(r), call_from_row(trace, int(r)), float(device_us[r]), int(counts[r]))
-        for r in order
+        TraceOp(int(r), call, float(device_us[r]), int(counts[r]))
+        for r, call in zip(order.tolist(), calls, strict=True)
     ]
+
+
+def _calls_by_signature(trace: Any, rows: np.ndarray) -> list[OpCall]:
+    """``call_from_row`` of each row, decoded once per distinct (name, dims, types, strides,
+    concrete inputs): a training loop repeats the same calls every step, so a trace of 100k ops
+    has a few hundred signatures. Rows of one signature share one ``OpCall`` object."""
+    ops = trace.cpu_ops
+    columns = (ops.name_id, ops.input_dims_id, ops.input_types_id, ops.input_strides_id,
+               ops.concrete_inputs_id)
+    signature = np.stack([np.asarray(c)[rows] for c in columns], axis=1)
+    _, first, inverse = np.unique(signature, axis=0, return_index=True, return_inverse=True)
+    decoded = [call_from_row(trace, int(rows[i])) for i in first]
+    return [decoded[i] for i in np.asarray(inverse).reshape(-1).tolist()]
 
 
 def call_from_row(trace: Any, row: int) -> OpCall:

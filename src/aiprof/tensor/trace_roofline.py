@@ -14,6 +14,7 @@ from typing import Any
 from aiprof.errors import UnsupportedDeviceError
 from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
 from aiprof.tensor.costmodel import op_cost
+from aiprof.tensor.opcall import OpCall
 from aiprof.tensor.opcost import OpCost
 from aiprof.tensor.roofline import RooflinePoint, place
 from aiprof.tensor.trace_ops import launching_ops
@@ -68,18 +69,19 @@ def trace_roofline(
     groups: dict[tuple[str, str, str], list[tuple[OpCost, float]]] = defaultdict(list)
     uncosted_us = comm_us = total_us = 0.0
     num_ops = num_missing = 0
+    costed: dict[int, tuple[OpCost, tuple[str, str, str]]] = {}  # by id of the shared OpCall
     for op in launching_ops(trace):
         if op.call.name.startswith(COMMUNICATION_PREFIXES):
             comm_us += op.device_us
             continue
         num_ops += 1
         total_us += op.device_us
-        cost = op_cost(op.call)
+        if id(op.call) not in costed:
+            costed[id(op.call)] = _cost_and_key(op.call)
+        cost, key = costed[id(op.call)]
         if not cost.has_model:
             num_missing += 1
             uncosted_us += op.device_us
-        tensors = op.call.tensors()
-        key = (cost.op, str([t.shape for t in tensors]), ",".join(t.dtype for t in tensors))
         groups[key].append((cost, op.device_us))
     rows = [_row(key, items, ceilings, allow_tf32) for key, items in groups.items()]
     rows.sort(key=lambda r: (-(r.point.time_lost_us or 0.0), r.op, r.shapes))
@@ -94,6 +96,13 @@ def trace_roofline(
         device_us_communication=comm_us,
         time_lost_us=sum(r.point.time_lost_us or 0.0 for r in rows),
     )
+
+
+def _cost_and_key(call: OpCall) -> tuple[OpCost, tuple[str, str, str]]:
+    """The cost of one call and its row key (op, shapes, dtypes)."""
+    cost = op_cost(call)
+    tensors = call.tensors()
+    return cost, (cost.op, str([t.shape for t in tensors]), ",".join(t.dtype for t in tensors))
 
 
 def _row(
