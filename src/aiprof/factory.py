@@ -49,4 +49,5 @@ def resolve_factory(spec: str) -> Callable[..., Any]:
         raise InputError(f"cannot import {spec}: {one_line(error)}") from error
     if not callable(factory):
         raise InputError(f"{spec}: {attr} is not callable")
-    return factory
+    made: Callable[..., Any] = factory
+    return made

@@ -56,7 +56,8 @@ def _dims(values: ArrayLike, what: str) -> NDArray[np.int64]:
     if array.ndim == 1:
         return array
     if array.ndim == 2 and array.shape[1] in (1, 2, 3):
-        return np.prod(array, axis=1)
+        product: np.ndarray = np.prod(array, axis=1)
+        return product
     raise InputError(f"{what} must be one value per kernel or an (n, 3) array of x, y, z")
 
 

@@ -189,8 +189,13 @@ def _value_at(graph: _Graph, index: int, tensor: TensorMeta) -> Value:
 
 
 def _group(
-    kind: str, calls, indices: list[int], anchor: int | None, saved: int, ceilings
-) -> FusionGroup:  # type: ignore[no-untyped-def]
+    kind: str,
+    calls: Sequence[OpCall],
+    indices: list[int],
+    anchor: int | None,
+    saved: int,
+    ceilings: Ceilings | None,
+) -> FusionGroup:
     return FusionGroup(
         kind=kind,
         op_indices=tuple(indices),

@@ -93,7 +93,13 @@ def _broadcast_shape(tensors: list[TensorMeta]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _make(call: OpCall, family: str, flops: int, out: list, read: int | None = None) -> OpCost:
+def _make(
+    call: OpCall,
+    family: str,
+    flops: int,
+    out: list[tuple[tuple[int, ...], str]],
+    read: int | None = None,
+) -> OpCost:
     return OpCost(
         op=call.op,
         family=family,

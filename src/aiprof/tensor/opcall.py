@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from aiprof.tensor.dtypes import element_bytes
 
@@ -54,7 +54,9 @@ class TensorMeta:
         )
 
 
-Arg: TypeAlias = "TensorMeta | tuple[TensorMeta, ...] | int | float | bool | str | tuple | None"
+Arg: TypeAlias = (
+    "TensorMeta | tuple[TensorMeta, ...] | int | float | bool | str | tuple[Any, ...] | None"
+)
 
 
 @dataclass(frozen=True)

@@ -255,16 +255,18 @@ def bench_spawn(options: BenchOptions, num_procs: int, backend: str = "gloo") ->
     import socket
 
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import start_processes
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     context = mp.get_context("spawn")
     queue = context.SimpleQueue()
-    mp.start_processes(
+    start_processes(
         _spawned,
         args=(num_procs, port, options, backend, queue),
         nprocs=num_procs,
         start_method="spawn",
     )
-    return queue.get()
+    result: BenchResult = queue.get()
+    return result

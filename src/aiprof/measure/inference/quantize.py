@@ -102,7 +102,9 @@ def _layers(model: Any) -> list[tuple[str, Any]]:
     return [(name, module) for name, module in model.named_modules() if isinstance(module, kinds)]
 
 
-def _capture_inputs(model: Any, layers: list[tuple[str, Any]], x: Any) -> tuple[Any, dict]:
+def _capture_inputs(
+    model: Any, layers: list[tuple[str, Any]], x: Any
+) -> tuple[Any, dict[str, Any]]:
     inputs: dict[str, Any] = {}
     hooks = [m.register_forward_pre_hook(lambda _m, a, n=name: inputs.setdefault(n, a[0]))
              for name, m in layers]

@@ -47,7 +47,7 @@ class _Ids:
             found = self._next
             self._next += 1
             self._ids[tensor] = found
-        return found
+        return int(found)
 
 
 def _meta(tensor: Any, ids: _Ids) -> TensorMeta:
@@ -70,7 +70,7 @@ def _convert(value: Any, ids: _Ids) -> Arg:
     if isinstance(value, torch.Tensor):
         return _meta(value, ids)
     if isinstance(value, (list, tuple)):
-        return tuple(_convert(v, ids) for v in value)  # type: ignore[misc]
+        return tuple(_convert(v, ids) for v in value)
     if isinstance(value, (int, float, bool, str)) or value is None:
         return value
     return str(value)
@@ -145,4 +145,5 @@ def record_ops(
     recorder = make_recorder(measure=measure, clock=clock)
     with recorder:
         run()
-    return recorder.ops
+    ops: list[RecordedOp] = recorder.ops
+    return ops

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiprof.measure.timing import median_us
 from aiprof.tensor.ceilings_model import Ceilings
@@ -75,7 +76,7 @@ def measure_ceilings(
     )
 
 
-def _gemm_dtypes(torch, cuda: bool) -> dict:  # type: ignore[no-untyped-def]
+def _gemm_dtypes(torch: Any, cuda: bool) -> dict[str, Any]:
     if cuda:
         return {
             "fp32": torch.float32,
