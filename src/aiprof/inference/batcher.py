@@ -8,8 +8,13 @@ Usage::
 
 ``model_fn`` takes a list of payloads and returns a list of results of the same length (the
 convention of Ray Serve's ``@serve.batch``); it may be a coroutine function, or a plain function
-run in a worker thread so that requests keep arriving while it computes. Batch decisions come from
-:class:`aiprof.inference.queue.BatchQueue`, the same code the simulator runs.
+run in a thread of its own per instance so that requests keep arriving while it computes. Batch
+decisions come from :class:`aiprof.inference.queue.BatchQueue`, the same code the simulator runs.
+
+Every submitted request gets exactly one answer, whatever the model does: its result, the
+exception its model raised, or a :class:`RequestRejectedError` / :class:`BatchFailedError` with a
+reason. A batch that outlives ``compute_timeout_us`` is failed and its instance replaced; deadlines
+and queue timeouts fire on a timer; ``close()`` returns within its drain timeout.
 """
 
 from __future__ import annotations
@@ -18,28 +23,51 @@ import asyncio
 import functools
 import inspect
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
-from aiprof.errors import AiprofError, InputError
-from aiprof.inference.clock import Clock, LoopClock
+from aiprof.errors import InputError
+from aiprof.inference.clock import Cancellable, Clock, LoopClock
+from aiprof.inference.failures import (
+    BatchFailedError,
+    QueueFullError,
+    RequestRejectedError,
+    check_budget_us,
+    check_priority,
+    check_results,
+    interrupted,
+)
 from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
-from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
 from aiprof.inference.queue import INF, BatchQueue, Request
+from aiprof.inference.worker import ModelThread
+
+__all__ = ["BatchFailedError", "DynamicBatcher", "QueueFullError", "RequestRejectedError"]
 
 ModelFn = Callable[[list[Any]], Any]
 
+DEFAULT_COMPUTE_TIMEOUT_US = 120e6
+"""A batch still computing after 120 s is failed: TorchServe's default ``responseTimeout``
+(pytorch/serve ``docs/configuration.md``)."""
+DEFAULT_DRAIN_TIMEOUT_US = 30e6
+"""``close()`` serves what is queued for at most 30 s: Kubernetes' default
+``terminationGracePeriodSeconds``, after which a pod is killed anyway."""
+_EWMA_WEIGHT = 1 / 8
+"""Weight of a new batch time in the running estimate: TCP's smoothed RTT (RFC 6298, alpha)."""
 
-class RequestRejectedError(AiprofError):
-    """A request was answered without being computed; ``reason`` says why."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+class _Batch:
+    __slots__ = ("dispatch_us", "finished", "free_us", "requests", "task", "timer", "worker")
 
-
-class QueueFullError(RequestRejectedError):
-    """The queue was at its ``max_queue_size`` when the request arrived."""
+    def __init__(self, requests: list[Request], free_us: float, dispatch_us: float) -> None:
+        self.requests = requests
+        self.free_us = free_us
+        self.dispatch_us = dispatch_us
+        self.finished = False
+        self.timer: Cancellable | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.worker: ModelThread | None = None
 
 
 class DynamicBatcher:
@@ -54,9 +82,23 @@ class DynamicBatcher:
         num_instances: int = 1,
         run_in_thread: bool = True,
         max_samples: int = 1_000_000,
+        compute_timeout_us: float = DEFAULT_COMPUTE_TIMEOUT_US,
+        drain_timeout_us: float = DEFAULT_DRAIN_TIMEOUT_US,
+        reject_hopeless: bool = False,
     ) -> None:
-        if num_instances < 1:
-            raise InputError(f"number of model instances {num_instances} must be at least 1")
+        if not callable(model_fn):
+            raise InputError(f"the model function {model_fn!r} is not callable")
+        if not isinstance(policy, BatchPolicy):
+            raise InputError(f"the policy must be a BatchPolicy, not {type(policy).__name__}")
+        check_count("number of model instances", num_instances)
+        check_count("max samples", max_samples)
+        if num_instances < 1 or max_samples < 1:
+            raise InputError("number of model instances and max samples must be at least 1")
+        for name, value in (("compute timeout", compute_timeout_us),
+                            ("drain timeout", drain_timeout_us)):
+            check_time_us(name, value)
+            if value <= 0:
+                raise InputError(f"{name} {value} us must be > 0 (math.inf: none)")
         self.policy = policy
         self._model = model_fn
         self._is_async = inspect.iscoroutinefunction(model_fn) or inspect.iscoroutinefunction(
@@ -66,11 +108,18 @@ class DynamicBatcher:
         self._clock: Clock = clock or LoopClock()
         self._queue = BatchQueue(policy)
         self._num_instances = num_instances
+        self._compute_timeout_us = float(compute_timeout_us)
+        self._drain_timeout_us = float(drain_timeout_us)
+        self._reject_hopeless = reject_hopeless
+        self._batch_estimate_us = 0.0
         self._free_since: list[float] = []
+        self._idle_threads: list[ModelThread] = []
+        self._in_flight: set[_Batch] = set()
         self._seq = itertools.count()
         self._wakeup: asyncio.Future[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_task: asyncio.Task[None] | None = None
-        self._running: set[asyncio.Task[None]] = set()
         self._closed = False
         self._start_us = 0.0
         self.recorder = MetricsRecorder(max_samples)
@@ -84,22 +133,43 @@ class DynamicBatcher:
 
     def start(self) -> None:
         """Start the batching loop on the running event loop."""
+        if self._loop is not None:
+            raise InputError("the batcher was already started; start() it once")
+        self._loop = asyncio.get_running_loop()
         self._start_us = self._clock.now_us()
         self._free_since = [self._start_us] * self._num_instances
-        self._loop_task = asyncio.get_running_loop().create_task(self._batch_loop())
+        self._loop_task = self._loop.create_task(self._batch_loop())
 
-    async def close(self, *, drain: bool = True) -> None:
-        """Stop accepting requests; serve (``drain``) or reject what is queued; wait for batches."""
+    async def close(self, *, drain: bool = True, timeout_us: float | None = None) -> None:
+        """Stop accepting requests; serve (``drain``) or reject what is queued; wait for batches.
+
+        Returns within ``timeout_us`` (default: the batcher's drain timeout): what is then still
+        queued is rejected (``shutdown``), what still computes fails (``shutdown``).
+        """
+        limit = self._drain_timeout_us if timeout_us is None else timeout_us
+        check_time_us("drain timeout", limit)
         self._closed = True
+        if self._loop is None:
+            return
         if not drain:
-            for request in list(self._queue.queued()):
-                self._queue.remove(request)
-                self._reject(request, "shutdown")
+            self._reject_queued()
         self._wake()
-        if self._loop_task is not None:
-            await self._loop_task
-        if self._running:
-            await asyncio.gather(*self._running)
+        stop = self._clock.now_us() + max(0.0, limit)
+        timer = self._clock.call_at(stop, self._notify_drained) if stop < INF else None
+        while not self._is_drained() and self._clock.now_us() < stop:
+            self._drained = self._loop.create_future()
+            await self._drained
+        if timer is not None:
+            timer.cancel()
+        if not self._is_drained():
+            self._reject_queued()
+            for batch in list(self._in_flight):
+                self._give_up(batch, BatchFailedError(
+                    "shutdown", "the batcher closed while this batch was computing"))
+            self._wake()
+        for thread in self._idle_threads:
+            thread.stop()
+        self._idle_threads.clear()
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -118,25 +188,33 @@ class DynamicBatcher:
         ``timeout_us``: overrides the level's queue timeout, only to shorten it (as Triton).
         Cancelling the future takes the request out of the queue.
         """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        if self._loop is None:
+            raise InputError("submit() before start(): start the batcher first "
+                             "(or use 'async with DynamicBatcher(...)')")
+        level = check_priority(
+            self.policy.default_priority if priority is None else priority,
+            self.policy.priority_levels)
+        deadline = INF if deadline_in_us is None else check_budget_us("deadline", deadline_in_us)
+        timeout = INF if timeout_us is None else check_budget_us("timeout", timeout_us)
+        future: asyncio.Future[Any] = self._loop.create_future()
         if self._closed:
+            self.recorder.reject("shutdown")
             future.set_exception(RequestRejectedError("shutdown", "the batcher is closed"))
             return future
-        level = self.policy.default_priority if priority is None else priority
-        if not 1 <= level <= self.policy.priority_levels:
-            raise InputError(f"priority {level} is outside 1..{self.policy.priority_levels}")
         now = self._clock.now_us()
         request = Request(next(self._seq), level, now, payload=payload, handle=future)
-        if deadline_in_us is not None:
-            request.deadline_us = now + deadline_in_us
+        request.deadline_us = now + deadline
         level_timeout = self.policy.queue_policy(level).timeout_us
-        if timeout_us is not None and (level_timeout == 0 or timeout_us < level_timeout):
-            request.timeout_at_us = now + timeout_us
+        if timeout < INF and (level_timeout == 0 or timeout < level_timeout):
+            request.timeout_at_us = now + timeout
         # requests that timed out by now leave first, even while every instance is busy: a
         # stale request must not hold the slot a new one needs (the simulator does the same)
-        for stale, reason in self._queue.expire(now):
-            self._reject(stale, reason)
+        self._expire(now)
+        if self._hopeless(request, now):
+            self.recorder.reject("overload")
+            future.set_exception(RequestRejectedError(
+                "overload", "the queue ahead would outlast this request's timeout or deadline"))
+            return future
         if self._queue.push(request) is not None:
             self.recorder.reject("queue_full")
             future.set_exception(QueueFullError("queue_full", "the queue is full; retry later"))
@@ -154,6 +232,19 @@ class DynamicBatcher:
         duration = self._clock.now_us() - self._start_us
         return self.recorder.summary(duration, self._num_instances)
 
+    def _hopeless(self, request: Request, now_us: float) -> bool:
+        """With ``reject_hopeless``: would the batches queued ahead outlast its time budget?"""
+        if not self._reject_hopeless or not self._batch_estimate_us:
+            return False
+        level_timeout = self.policy.queue_policy(request.level).timeout_us
+        budget = min(request.deadline_us, request.timeout_at_us,
+                     now_us + level_timeout if level_timeout else INF) - now_us
+        if budget == INF:
+            return False
+        ahead = self._queue.ahead_of(request.level) + 1
+        batches = math.ceil(ahead / self.policy.max_batch_size) / self._num_instances
+        return batches * self._batch_estimate_us > budget
+
     def _on_done(self, future: asyncio.Future[Any], *, request: Request) -> None:
         if future.cancelled() and self._queue.remove(request):
             self.recorder.reject("cancelled")
@@ -164,12 +255,29 @@ class DynamicBatcher:
         if not future.done():
             future.set_exception(RequestRejectedError(reason, f"request rejected: {reason}"))
 
+    def _reject_queued(self) -> None:
+        for request in self._queue.queued():
+            self._queue.remove(request)
+            self._reject(request, "shutdown")
+
+    def _expire(self, now_us: float) -> None:
+        for request, reason in self._queue.expire(now_us):
+            self._reject(request, reason)
+
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
+    def _notify_drained(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def _is_drained(self) -> bool:
+        return self._loop_task is not None and self._loop_task.done() and not self._in_flight
+
     async def _wait(self, until_us: float) -> None:
-        self._wakeup = asyncio.get_running_loop().create_future()
+        assert self._loop is not None
+        self._wakeup = self._loop.create_future()
         timer = self._clock.call_at(until_us, self._wake) if until_us < INF else None
         await self._wakeup
         if timer is not None:
@@ -177,52 +285,118 @@ class DynamicBatcher:
 
     async def _batch_loop(self) -> None:
         queue = self._queue
-        while not (self._closed and len(queue) == 0):
-            if not self._free_since:
-                await self._wait(INF)
-                continue
-            now = self._clock.now_us()
-            for request, reason in queue.expire(now):
-                self._reject(request, reason)
-            batch = queue.take_batch(now) if len(queue) else None
-            if batch is None:
-                await self._wait(queue.next_wake_us() if len(queue) and not self._closed else INF)
-                continue
-            free_us = self._free_since.pop(0)
-            task = asyncio.get_running_loop().create_task(self._execute(batch, free_us, now))
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
-
-    async def _execute(self, batch: list[Request], free_us: float, dispatch_us: float) -> None:
-        payloads = [request.payload for request in batch]
         try:
-            results = await self._call_model(payloads)
-            if len(results) != len(batch):
-                raise InputError(
-                    f"the model returned {len(results)} results for {len(batch)} inputs"
-                )
-        except Exception as error:  # a failing model fails its own batch only
-            done = self._clock.now_us()
-            self.recorder.batch(len(batch), done - dispatch_us)
-            self.recorder.num_failed += len(batch)
-            for request in batch:
-                if not request.handle.done():
-                    request.handle.set_exception(error)
+            while not (self._closed and len(queue) == 0):
+                now = self._clock.now_us()
+                self._expire(now)
+                if not self._free_since or not len(queue):
+                    # busy: still reject what passes its deadline or timeout, on time
+                    await self._wait(queue.next_expiry_us() if len(queue) else INF)
+                    continue
+                batch = queue.take_batch(now, flush=self._closed)
+                if batch is None:
+                    await self._wait(queue.next_wake_us())
+                    continue
+                self._dispatch(batch, self._free_since.pop(0), now)
+        finally:
+            self._notify_drained()
+
+    def _dispatch(self, requests: list[Request], free_us: float, now_us: float) -> None:
+        assert self._loop is not None
+        batch = _Batch(requests, free_us, now_us)
+        self._in_flight.add(batch)
+        if self._compute_timeout_us < INF and (self._is_async or self._in_thread):
+            batch.timer = self._clock.call_at(
+                now_us + self._compute_timeout_us, functools.partial(self._timed_out, batch))
+        payloads = [request.payload for request in requests]
+        if self._in_thread:
+            batch.worker = self._idle_threads.pop() if self._idle_threads else ModelThread(
+                self._model)
+            batch.worker.run(payloads, functools.partial(self._reply_from_thread, batch))
         else:
-            done = self._clock.now_us()
-            self.recorder.batch(len(batch), done - dispatch_us)
-            for request, result in zip(batch, results, strict=True):
-                self.recorder.request(request.enqueue_us, free_us, dispatch_us, done,
+            batch.task = self._loop.create_task(self._run_on_loop(batch, payloads))
+
+    def _reply_from_thread(self, batch: _Batch, result: Any, error: BaseException | None) -> None:
+        assert self._loop is not None
+        try:
+            self._loop.call_soon_threadsafe(self._finish, batch, result, error)
+        except RuntimeError:  # the event loop is closed: nobody waits for this batch any more
+            pass
+
+    async def _run_on_loop(self, batch: _Batch, payloads: list[Any]) -> None:
+        try:
+            result = self._model(payloads)
+            if self._is_async:
+                result = await result
+        except BaseException as error:  # noqa: BLE001 - CancelledError, SystemExit... included
+            self._finish(batch, None, error)
+        else:
+            self._finish(batch, result, None)
+
+    def _finish(self, batch: _Batch, result: Any, error: BaseException | None) -> None:
+        """A batch came back from the model (ignored if it was given up on already)."""
+        worker = batch.worker
+        if batch.finished:
+            return
+        done = self._close_batch(batch)
+        compute = done - batch.dispatch_us
+        estimate = self._batch_estimate_us
+        self._batch_estimate_us = estimate + _EWMA_WEIGHT * (compute - estimate) if estimate else (
+            compute)
+        outcome = check_results(result, len(batch.requests)) if error is None else error
+        if isinstance(outcome, BaseException):
+            self._fail(batch, outcome)
+        else:
+            for request, value in zip(batch.requests, outcome, strict=True):
+                self.recorder.request(request.enqueue_us, batch.free_us, batch.dispatch_us, done,
                                       request.level)
                 if not request.handle.done():
-                    request.handle.set_result(result)
-        self._free_since.append(done)
+                    request.handle.set_result(value)
+        fatal = error is not None and not isinstance(error, Exception)
+        if fatal:
+            self.recorder.num_replaced += 1  # its thread ended; a new one serves the next batch
+        elif worker is not None:
+            self._idle_threads.append(worker)
+        self._release(done)
+
+    def _timed_out(self, batch: _Batch) -> None:
+        self._give_up(batch, BatchFailedError(
+            "compute_timeout",
+            f"the model took over {self._compute_timeout_us / 1e6:g} s for this batch; its "
+            "instance was replaced"))
+
+    def _give_up(self, batch: _Batch, error: BatchFailedError) -> None:
+        """Answer a batch still computing with ``error``; replace its instance."""
+        if batch.finished:
+            return
+        done = self._close_batch(batch)
+        self._fail(batch, error)
+        if batch.worker is not None:
+            batch.worker.stop()
+        if batch.task is not None:
+            batch.task.cancel()
+        self.recorder.num_replaced += 1
+        self._release(done)
+
+    def _close_batch(self, batch: _Batch) -> float:
+        batch.finished = True
+        if batch.timer is not None:
+            batch.timer.cancel()
+        self._in_flight.discard(batch)
+        done = self._clock.now_us()
+        self.recorder.batch(len(batch.requests), done - batch.dispatch_us)
+        return done
+
+    def _fail(self, batch: _Batch, error: BaseException) -> None:
+        answer = error if isinstance(error, Exception) else interrupted(error)
+        self.recorder.fail(getattr(answer, "reason", "model_error"), len(batch.requests))
+        for request in batch.requests:
+            if not request.handle.done():
+                request.handle.set_exception(answer)
+
+    def _release(self, done_us: float) -> None:
+        self._free_since.append(done_us)
         self._free_since.sort()
         self._wake()
-
-    async def _call_model(self, payloads: list[Any]) -> Any:
-        if self._is_async:
-            return await self._model(payloads)
-        if self._in_thread:
-            return await asyncio.get_running_loop().run_in_executor(None, self._model, payloads)
-        return self._model(payloads)
+        if self._closed:
+            self._notify_drained()

@@ -233,15 +233,22 @@ class BatchQueue:
         main = [r for arrival in self._arrival for r in arrival if _in_main(r)]
         return main + [r for r in self._delayed if _in_delayed(r)]
 
-    def take_batch(self, now_us: float) -> list[Request] | None:
-        """The batch to run now, removed from the queue; None if the policy says wait."""
+    def ahead_of(self, level: int) -> int:
+        """Requests queued at ``level`` or higher: served before a new one of ``level``."""
+        return sum(self._live[:level])
+
+    def take_batch(self, now_us: float, *, flush: bool = False) -> list[Request] | None:
+        """The batch to run now, removed from the queue; None if the policy says wait.
+
+        ``flush``: no more requests will come (shutdown), so run what is pending without waiting.
+        """
         pending = min(self._size, self.policy.max_batch_size)
         if pending == 0:
             return None
         fitting = [p for p in self.policy.preferred if p <= pending]
         if fitting:
             size = fitting[-1]
-        elif self._delay_exceeded(now_us):
+        elif flush or self._delay_exceeded(now_us):
             size = pending
         else:
             return None
