@@ -28,20 +28,18 @@ from collections.abc import Callable
 from typing import Any
 
 from aiprof.errors import InputError
-from aiprof.inference.clock import Cancellable, Clock, LoopClock
+from aiprof.inference.clock import Clock, LoopClock
 from aiprof.inference.failures import (
     BatchFailedError,
     QueueFullError,
     RequestRejectedError,
     check_budget_us,
     check_priority,
-    check_results,
-    interrupted,
 )
+from aiprof.inference.instances import Instances
 from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
 from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
 from aiprof.inference.queue import INF, BatchQueue, Request
-from aiprof.inference.worker import ModelThread
 
 __all__ = ["BatchFailedError", "DynamicBatcher", "QueueFullError", "RequestRejectedError"]
 
@@ -53,21 +51,6 @@ DEFAULT_COMPUTE_TIMEOUT_US = 120e6
 DEFAULT_DRAIN_TIMEOUT_US = 30e6
 """``close()`` serves what is queued for at most 30 s: Kubernetes' default
 ``terminationGracePeriodSeconds``, after which a pod is killed anyway."""
-_EWMA_WEIGHT = 1 / 8
-"""Weight of a new batch time in the running estimate: TCP's smoothed RTT (RFC 6298, alpha)."""
-
-
-class _Batch:
-    __slots__ = ("dispatch_us", "finished", "free_us", "requests", "task", "timer", "worker")
-
-    def __init__(self, requests: list[Request], free_us: float, dispatch_us: float) -> None:
-        self.requests = requests
-        self.free_us = free_us
-        self.dispatch_us = dispatch_us
-        self.finished = False
-        self.timer: Cancellable | None = None
-        self.task: asyncio.Task[None] | None = None
-        self.worker: ModelThread | None = None
 
 
 class DynamicBatcher:
@@ -101,20 +84,21 @@ class DynamicBatcher:
                 raise InputError(f"{name} {value} us must be > 0 (math.inf: none)")
         self.policy = policy
         self._model = model_fn
-        self._is_async = inspect.iscoroutinefunction(model_fn) or inspect.iscoroutinefunction(
+        is_async = inspect.iscoroutinefunction(model_fn) or inspect.iscoroutinefunction(
             getattr(model_fn, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
-        self._in_thread = run_in_thread and not self._is_async
         self._clock: Clock = clock or LoopClock()
+        self.recorder = MetricsRecorder(max_samples)
+        self._instances = Instances(
+            model_fn, is_async=is_async, in_thread=run_in_thread and not is_async,
+            clock=self._clock, recorder=self.recorder, compute_timeout_us=float(compute_timeout_us),
+            on_free=self._on_instance_free)
         self._queue = BatchQueue(policy)
+        self._level_timeout_us = [0.0] + [policy.queue_policy(level).timeout_us
+                                          for level in range(1, policy.priority_levels + 1)]
         self._num_instances = num_instances
-        self._compute_timeout_us = float(compute_timeout_us)
         self._drain_timeout_us = float(drain_timeout_us)
         self._reject_hopeless = reject_hopeless
-        self._batch_estimate_us = 0.0
-        self._free_since: list[float] = []
-        self._idle_threads: list[ModelThread] = []
-        self._in_flight: set[_Batch] = set()
         self._seq = itertools.count()
         self._wakeup: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
@@ -122,7 +106,6 @@ class DynamicBatcher:
         self._loop_task: asyncio.Task[None] | None = None
         self._closed = False
         self._start_us = 0.0
-        self.recorder = MetricsRecorder(max_samples)
 
     async def __aenter__(self) -> DynamicBatcher:
         self.start()
@@ -137,7 +120,7 @@ class DynamicBatcher:
             raise InputError("the batcher was already started; start() it once")
         self._loop = asyncio.get_running_loop()
         self._start_us = self._clock.now_us()
-        self._free_since = [self._start_us] * self._num_instances
+        self._instances.start(self._loop, self._start_us, self._num_instances)
         self._loop_task = self._loop.create_task(self._batch_loop())
 
     async def close(self, *, drain: bool = True, timeout_us: float | None = None) -> None:
@@ -163,13 +146,10 @@ class DynamicBatcher:
             timer.cancel()
         if not self._is_drained():
             self._reject_queued()
-            for batch in list(self._in_flight):
-                self._give_up(batch, BatchFailedError(
-                    "shutdown", "the batcher closed while this batch was computing"))
+            self._instances.give_up_all(BatchFailedError(
+                "shutdown", "the batcher closed while this batch was computing"))
             self._wake()
-        for thread in self._idle_threads:
-            thread.stop()
-        self._idle_threads.clear()
+        self._instances.stop_idle()
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -204,7 +184,7 @@ class DynamicBatcher:
         now = self._clock.now_us()
         request = Request(next(self._seq), level, now, payload=payload, handle=future)
         request.deadline_us = now + deadline
-        level_timeout = self.policy.queue_policy(level).timeout_us
+        level_timeout = self._level_timeout_us[level]
         if timeout < INF and (level_timeout == 0 or timeout < level_timeout):
             request.timeout_at_us = now + timeout
         # requests that timed out by now leave first, even while every instance is busy: a
@@ -234,16 +214,17 @@ class DynamicBatcher:
 
     def _hopeless(self, request: Request, now_us: float) -> bool:
         """With ``reject_hopeless``: would the batches queued ahead outlast its time budget?"""
-        if not self._reject_hopeless or not self._batch_estimate_us:
+        estimate_us = self._instances.batch_estimate_us
+        if not self._reject_hopeless or not estimate_us:
             return False
-        level_timeout = self.policy.queue_policy(request.level).timeout_us
+        level_timeout = self._level_timeout_us[request.level]
         budget = min(request.deadline_us, request.timeout_at_us,
                      now_us + level_timeout if level_timeout else INF) - now_us
         if budget == INF:
             return False
         ahead = self._queue.ahead_of(request.level) + 1
         batches = math.ceil(ahead / self.policy.max_batch_size) / self._num_instances
-        return batches * self._batch_estimate_us > budget
+        return batches * estimate_us > budget
 
     def _on_done(self, future: asyncio.Future[Any], *, request: Request) -> None:
         if future.cancelled() and self._queue.remove(request):
@@ -273,7 +254,8 @@ class DynamicBatcher:
             self._drained.set_result(None)
 
     def _is_drained(self) -> bool:
-        return self._loop_task is not None and self._loop_task.done() and not self._in_flight
+        return (self._loop_task is not None and self._loop_task.done()
+                and not self._instances.in_flight)
 
     async def _wait(self, until_us: float) -> None:
         assert self._loop is not None
@@ -289,7 +271,7 @@ class DynamicBatcher:
             while not (self._closed and len(queue) == 0):
                 now = self._clock.now_us()
                 self._expire(now)
-                if not self._free_since or not len(queue):
+                if not self._instances.free_since or not len(queue):
                     # busy: still reject what passes its deadline or timeout, on time
                     await self._wait(queue.next_expiry_us() if len(queue) else INF)
                     continue
@@ -297,106 +279,11 @@ class DynamicBatcher:
                 if batch is None:
                     await self._wait(queue.next_wake_us())
                     continue
-                self._dispatch(batch, self._free_since.pop(0), now)
+                self._instances.dispatch(batch, now)
         finally:
             self._notify_drained()
 
-    def _dispatch(self, requests: list[Request], free_us: float, now_us: float) -> None:
-        assert self._loop is not None
-        batch = _Batch(requests, free_us, now_us)
-        self._in_flight.add(batch)
-        if self._compute_timeout_us < INF and (self._is_async or self._in_thread):
-            batch.timer = self._clock.call_at(
-                now_us + self._compute_timeout_us, functools.partial(self._timed_out, batch))
-        payloads = [request.payload for request in requests]
-        if self._in_thread:
-            batch.worker = self._idle_threads.pop() if self._idle_threads else ModelThread(
-                self._model)
-            batch.worker.run(payloads, functools.partial(self._reply_from_thread, batch))
-        else:
-            batch.task = self._loop.create_task(self._run_on_loop(batch, payloads))
-
-    def _reply_from_thread(self, batch: _Batch, result: Any, error: BaseException | None) -> None:
-        assert self._loop is not None
-        try:
-            self._loop.call_soon_threadsafe(self._finish, batch, result, error)
-        except RuntimeError:  # the event loop is closed: nobody waits for this batch any more
-            pass
-
-    async def _run_on_loop(self, batch: _Batch, payloads: list[Any]) -> None:
-        try:
-            result = self._model(payloads)
-            if self._is_async:
-                result = await result
-        except BaseException as error:  # noqa: BLE001 - CancelledError, SystemExit... included
-            self._finish(batch, None, error)
-        else:
-            self._finish(batch, result, None)
-
-    def _finish(self, batch: _Batch, result: Any, error: BaseException | None) -> None:
-        """A batch came back from the model (ignored if it was given up on already)."""
-        worker = batch.worker
-        if batch.finished:
-            return
-        done = self._close_batch(batch)
-        compute = done - batch.dispatch_us
-        estimate = self._batch_estimate_us
-        self._batch_estimate_us = estimate + _EWMA_WEIGHT * (compute - estimate) if estimate else (
-            compute)
-        outcome = check_results(result, len(batch.requests)) if error is None else error
-        if isinstance(outcome, BaseException):
-            self._fail(batch, outcome)
-        else:
-            for request, value in zip(batch.requests, outcome, strict=True):
-                self.recorder.request(request.enqueue_us, batch.free_us, batch.dispatch_us, done,
-                                      request.level)
-                if not request.handle.done():
-                    request.handle.set_result(value)
-        fatal = error is not None and not isinstance(error, Exception)
-        if fatal:
-            self.recorder.num_replaced += 1  # its thread ended; a new one serves the next batch
-        elif worker is not None:
-            self._idle_threads.append(worker)
-        self._release(done)
-
-    def _timed_out(self, batch: _Batch) -> None:
-        self._give_up(batch, BatchFailedError(
-            "compute_timeout",
-            f"the model took over {self._compute_timeout_us / 1e6:g} s for this batch; its "
-            "instance was replaced"))
-
-    def _give_up(self, batch: _Batch, error: BatchFailedError) -> None:
-        """Answer a batch still computing with ``error``; replace its instance."""
-        if batch.finished:
-            return
-        done = self._close_batch(batch)
-        self._fail(batch, error)
-        if batch.worker is not None:
-            batch.worker.stop()
-        if batch.task is not None:
-            batch.task.cancel()
-        self.recorder.num_replaced += 1
-        self._release(done)
-
-    def _close_batch(self, batch: _Batch) -> float:
-        batch.finished = True
-        if batch.timer is not None:
-            batch.timer.cancel()
-        self._in_flight.discard(batch)
-        done = self._clock.now_us()
-        self.recorder.batch(len(batch.requests), done - batch.dispatch_us)
-        return done
-
-    def _fail(self, batch: _Batch, error: BaseException) -> None:
-        answer = error if isinstance(error, Exception) else interrupted(error)
-        self.recorder.fail(getattr(answer, "reason", "model_error"), len(batch.requests))
-        for request in batch.requests:
-            if not request.handle.done():
-                request.handle.set_exception(answer)
-
-    def _release(self, done_us: float) -> None:
-        self._free_since.append(done_us)
-        self._free_since.sort()
+    def _on_instance_free(self) -> None:
         self._wake()
         if self._closed:
             self._notify_drained()

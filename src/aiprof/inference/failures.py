@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping, Set
 from typing import Any
 
 from aiprof.errors import AiprofError, InputError
@@ -57,7 +58,14 @@ def interrupted(error: BaseException) -> BatchFailedError:
 
 
 def check_results(results: Any, size: int) -> list[Any] | ModelOutputError:
-    """The model's results as a list of ``size``, or the error that says what it returned."""
+    """The model's results as a list of ``size``, or the error that says what it returned.
+
+    Any sized iterable of ``size`` (list, tuple, array, tensor) is accepted; strings, bytes,
+    mappings and sets are not (their items are no per-input results, or have no order)."""
+    if isinstance(results, str | bytes | bytearray | Mapping | Set):
+        return ModelOutputError(
+            f"the model returned a {type(results).__name__} for {size} inputs; it must return a "
+            "list with one result per input")
     try:
         count = len(results)
         if count == size:
