@@ -8,8 +8,13 @@ Usage::
 
 ``model_fn`` takes a list of payloads and returns a list of results of the same length (the
 convention of Ray Serve's ``@serve.batch``); it may be a coroutine function, or a plain function
-run in a worker thread so that requests keep arriving while it computes. Batch decisions come from
-:class:`aiprof.inference.queue.BatchQueue`, the same code the simulator runs.
+run in a thread of its own per instance so that requests keep arriving while it computes. Batch
+decisions come from :class:`aiprof.inference.queue.BatchQueue`, the same code the simulator runs.
+
+Every submitted request gets exactly one answer, whatever the model does: its result, the
+exception its model raised, or a :class:`RequestRejectedError` / :class:`BatchFailedError` with a
+reason. A batch that outlives ``compute_timeout_us`` is failed and its instance replaced; deadlines
+and queue timeouts fire on a timer; ``close()`` returns within its drain timeout.
 """
 
 from __future__ import annotations
@@ -18,28 +23,34 @@ import asyncio
 import functools
 import inspect
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
-from aiprof.errors import AiprofError, InputError
+from aiprof.errors import InputError
 from aiprof.inference.clock import Clock, LoopClock
+from aiprof.inference.failures import (
+    BatchFailedError,
+    QueueFullError,
+    RequestRejectedError,
+    check_budget_us,
+    check_priority,
+)
+from aiprof.inference.instances import Instances
 from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
-from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
 from aiprof.inference.queue import INF, BatchQueue, Request
+
+__all__ = ["BatchFailedError", "DynamicBatcher", "QueueFullError", "RequestRejectedError"]
 
 ModelFn = Callable[[list[Any]], Any]
 
-
-class RequestRejectedError(AiprofError):
-    """A request was answered without being computed; ``reason`` says why."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-class QueueFullError(RequestRejectedError):
-    """The queue was at its ``max_queue_size`` when the request arrived."""
+DEFAULT_COMPUTE_TIMEOUT_US = 120e6
+"""A batch still computing after 120 s is failed: TorchServe's default ``responseTimeout``
+(pytorch/serve ``docs/configuration.md``)."""
+DEFAULT_DRAIN_TIMEOUT_US = 30e6
+"""``close()`` serves what is queued for at most 30 s: Kubernetes' default
+``terminationGracePeriodSeconds``, after which a pod is killed anyway."""
 
 
 class DynamicBatcher:
@@ -54,26 +65,47 @@ class DynamicBatcher:
         num_instances: int = 1,
         run_in_thread: bool = True,
         max_samples: int = 1_000_000,
+        compute_timeout_us: float = DEFAULT_COMPUTE_TIMEOUT_US,
+        drain_timeout_us: float = DEFAULT_DRAIN_TIMEOUT_US,
+        reject_hopeless: bool = False,
     ) -> None:
-        if num_instances < 1:
-            raise InputError(f"number of model instances {num_instances} must be at least 1")
+        if not callable(model_fn):
+            raise InputError(f"the model function {model_fn!r} is not callable")
+        if not isinstance(policy, BatchPolicy):
+            raise InputError(f"the policy must be a BatchPolicy, not {type(policy).__name__}")
+        check_count("number of model instances", num_instances)
+        check_count("max samples", max_samples)
+        if num_instances < 1 or max_samples < 1:
+            raise InputError("number of model instances and max samples must be at least 1")
+        for name, value in (("compute timeout", compute_timeout_us),
+                            ("drain timeout", drain_timeout_us)):
+            check_time_us(name, value)
+            if value <= 0:
+                raise InputError(f"{name} {value} us must be > 0 (math.inf: none)")
         self.policy = policy
         self._model = model_fn
-        self._is_async = inspect.iscoroutinefunction(model_fn) or inspect.iscoroutinefunction(
+        is_async = inspect.iscoroutinefunction(model_fn) or inspect.iscoroutinefunction(
             getattr(model_fn, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
-        self._in_thread = run_in_thread and not self._is_async
         self._clock: Clock = clock or LoopClock()
+        self.recorder = MetricsRecorder(max_samples)
+        self._instances = Instances(
+            model_fn, is_async=is_async, in_thread=run_in_thread and not is_async,
+            clock=self._clock, recorder=self.recorder, compute_timeout_us=float(compute_timeout_us),
+            on_free=self._on_instance_free)
         self._queue = BatchQueue(policy)
+        self._level_timeout_us = [0.0] + [policy.queue_policy(level).timeout_us
+                                          for level in range(1, policy.priority_levels + 1)]
         self._num_instances = num_instances
-        self._free_since: list[float] = []
+        self._drain_timeout_us = float(drain_timeout_us)
+        self._reject_hopeless = reject_hopeless
         self._seq = itertools.count()
         self._wakeup: asyncio.Future[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_task: asyncio.Task[None] | None = None
-        self._running: set[asyncio.Task[None]] = set()
         self._closed = False
         self._start_us = 0.0
-        self.recorder = MetricsRecorder(max_samples)
 
     async def __aenter__(self) -> DynamicBatcher:
         self.start()
@@ -84,22 +116,40 @@ class DynamicBatcher:
 
     def start(self) -> None:
         """Start the batching loop on the running event loop."""
+        if self._loop is not None:
+            raise InputError("the batcher was already started; start() it once")
+        self._loop = asyncio.get_running_loop()
         self._start_us = self._clock.now_us()
-        self._free_since = [self._start_us] * self._num_instances
-        self._loop_task = asyncio.get_running_loop().create_task(self._batch_loop())
+        self._instances.start(self._loop, self._start_us, self._num_instances)
+        self._loop_task = self._loop.create_task(self._batch_loop())
 
-    async def close(self, *, drain: bool = True) -> None:
-        """Stop accepting requests; serve (``drain``) or reject what is queued; wait for batches."""
+    async def close(self, *, drain: bool = True, timeout_us: float | None = None) -> None:
+        """Stop accepting requests; serve (``drain``) or reject what is queued; wait for batches.
+
+        Returns within ``timeout_us`` (default: the batcher's drain timeout): what is then still
+        queued is rejected (``shutdown``), what still computes fails (``shutdown``).
+        """
+        limit = self._drain_timeout_us if timeout_us is None else timeout_us
+        check_time_us("drain timeout", limit)
         self._closed = True
+        if self._loop is None:
+            return
         if not drain:
-            for request in list(self._queue.queued()):
-                self._queue.remove(request)
-                self._reject(request, "shutdown")
+            self._reject_queued()
         self._wake()
-        if self._loop_task is not None:
-            await self._loop_task
-        if self._running:
-            await asyncio.gather(*self._running)
+        stop = self._clock.now_us() + max(0.0, limit)
+        timer = self._clock.call_at(stop, self._notify_drained) if stop < INF else None
+        while not self._is_drained() and self._clock.now_us() < stop:
+            self._drained = self._loop.create_future()
+            await self._drained
+        if timer is not None:
+            timer.cancel()
+        if not self._is_drained():
+            self._reject_queued()
+            self._instances.give_up_all(BatchFailedError(
+                "shutdown", "the batcher closed while this batch was computing"))
+            self._wake()
+        self._instances.stop_idle()
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -118,25 +168,33 @@ class DynamicBatcher:
         ``timeout_us``: overrides the level's queue timeout, only to shorten it (as Triton).
         Cancelling the future takes the request out of the queue.
         """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        if self._loop is None:
+            raise InputError("submit() before start(): start the batcher first "
+                             "(or use 'async with DynamicBatcher(...)')")
+        level = check_priority(
+            self.policy.default_priority if priority is None else priority,
+            self.policy.priority_levels)
+        deadline = INF if deadline_in_us is None else check_budget_us("deadline", deadline_in_us)
+        timeout = INF if timeout_us is None else check_budget_us("timeout", timeout_us)
+        future: asyncio.Future[Any] = self._loop.create_future()
         if self._closed:
+            self.recorder.reject("shutdown")
             future.set_exception(RequestRejectedError("shutdown", "the batcher is closed"))
             return future
-        level = self.policy.default_priority if priority is None else priority
-        if not 1 <= level <= self.policy.priority_levels:
-            raise InputError(f"priority {level} is outside 1..{self.policy.priority_levels}")
         now = self._clock.now_us()
         request = Request(next(self._seq), level, now, payload=payload, handle=future)
-        if deadline_in_us is not None:
-            request.deadline_us = now + deadline_in_us
-        level_timeout = self.policy.queue_policy(level).timeout_us
-        if timeout_us is not None and (level_timeout == 0 or timeout_us < level_timeout):
-            request.timeout_at_us = now + timeout_us
+        request.deadline_us = now + deadline
+        level_timeout = self._level_timeout_us[level]
+        if timeout < INF and (level_timeout == 0 or timeout < level_timeout):
+            request.timeout_at_us = now + timeout
         # requests that timed out by now leave first, even while every instance is busy: a
         # stale request must not hold the slot a new one needs (the simulator does the same)
-        for stale, reason in self._queue.expire(now):
-            self._reject(stale, reason)
+        self._expire(now)
+        if self._hopeless(request, now):
+            self.recorder.reject("overload")
+            future.set_exception(RequestRejectedError(
+                "overload", "the queue ahead would outlast this request's timeout or deadline"))
+            return future
         if self._queue.push(request) is not None:
             self.recorder.reject("queue_full")
             future.set_exception(QueueFullError("queue_full", "the queue is full; retry later"))
@@ -154,6 +212,20 @@ class DynamicBatcher:
         duration = self._clock.now_us() - self._start_us
         return self.recorder.summary(duration, self._num_instances)
 
+    def _hopeless(self, request: Request, now_us: float) -> bool:
+        """With ``reject_hopeless``: would the batches queued ahead outlast its time budget?"""
+        estimate_us = self._instances.batch_estimate_us
+        if not self._reject_hopeless or not estimate_us:
+            return False
+        level_timeout = self._level_timeout_us[request.level]
+        budget = min(request.deadline_us, request.timeout_at_us,
+                     now_us + level_timeout if level_timeout else INF) - now_us
+        if budget == INF:
+            return False
+        ahead = self._queue.ahead_of(request.level) + 1
+        batches = math.ceil(ahead / self.policy.max_batch_size) / self._num_instances
+        return batches * estimate_us > budget
+
     def _on_done(self, future: asyncio.Future[Any], *, request: Request) -> None:
         if future.cancelled() and self._queue.remove(request):
             self.recorder.reject("cancelled")
@@ -164,12 +236,30 @@ class DynamicBatcher:
         if not future.done():
             future.set_exception(RequestRejectedError(reason, f"request rejected: {reason}"))
 
+    def _reject_queued(self) -> None:
+        for request in self._queue.queued():
+            self._queue.remove(request)
+            self._reject(request, "shutdown")
+
+    def _expire(self, now_us: float) -> None:
+        for request, reason in self._queue.expire(now_us):
+            self._reject(request, reason)
+
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
+    def _notify_drained(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def _is_drained(self) -> bool:
+        return (self._loop_task is not None and self._loop_task.done()
+                and not self._instances.in_flight)
+
     async def _wait(self, until_us: float) -> None:
-        self._wakeup = asyncio.get_running_loop().create_future()
+        assert self._loop is not None
+        self._wakeup = self._loop.create_future()
         timer = self._clock.call_at(until_us, self._wake) if until_us < INF else None
         await self._wakeup
         if timer is not None:
@@ -177,52 +267,23 @@ class DynamicBatcher:
 
     async def _batch_loop(self) -> None:
         queue = self._queue
-        while not (self._closed and len(queue) == 0):
-            if not self._free_since:
-                await self._wait(INF)
-                continue
-            now = self._clock.now_us()
-            for request, reason in queue.expire(now):
-                self._reject(request, reason)
-            batch = queue.take_batch(now) if len(queue) else None
-            if batch is None:
-                await self._wait(queue.next_wake_us() if len(queue) and not self._closed else INF)
-                continue
-            free_us = self._free_since.pop(0)
-            task = asyncio.get_running_loop().create_task(self._execute(batch, free_us, now))
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
-
-    async def _execute(self, batch: list[Request], free_us: float, dispatch_us: float) -> None:
-        payloads = [request.payload for request in batch]
         try:
-            results = await self._call_model(payloads)
-            if len(results) != len(batch):
-                raise InputError(
-                    f"the model returned {len(results)} results for {len(batch)} inputs"
-                )
-        except Exception as error:  # a failing model fails its own batch only
-            done = self._clock.now_us()
-            self.recorder.batch(len(batch), done - dispatch_us)
-            self.recorder.num_failed += len(batch)
-            for request in batch:
-                if not request.handle.done():
-                    request.handle.set_exception(error)
-        else:
-            done = self._clock.now_us()
-            self.recorder.batch(len(batch), done - dispatch_us)
-            for request, result in zip(batch, results, strict=True):
-                self.recorder.request(request.enqueue_us, free_us, dispatch_us, done,
-                                      request.level)
-                if not request.handle.done():
-                    request.handle.set_result(result)
-        self._free_since.append(done)
-        self._free_since.sort()
-        self._wake()
+            while not (self._closed and len(queue) == 0):
+                now = self._clock.now_us()
+                self._expire(now)
+                if not self._instances.free_since or not len(queue):
+                    # busy: still reject what passes its deadline or timeout, on time
+                    await self._wait(queue.next_expiry_us() if len(queue) else INF)
+                    continue
+                batch = queue.take_batch(now, flush=self._closed)
+                if batch is None:
+                    await self._wait(queue.next_wake_us())
+                    continue
+                self._instances.dispatch(batch, now)
+        finally:
+            self._notify_drained()
 
-    async def _call_model(self, payloads: list[Any]) -> Any:
-        if self._is_async:
-            return await self._model(payloads)
-        if self._in_thread:
-            return await asyncio.get_running_loop().run_in_executor(None, self._model, payloads)
-        return self._model(payloads)
+    def _on_instance_free(self) -> None:
+        self._wake()
+        if self._closed:
+            self._notify_drained()

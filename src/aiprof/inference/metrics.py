@@ -9,7 +9,7 @@ instance free, for the batch to fill (``forming``).
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,10 @@ class BatchingMetrics:
     """Share of ``duration_us`` (times instances) during which a model instance was computing."""
     latency_p99_by_level_us: dict[str, float]
     """P99 latency of the completed requests of each priority level (keys: levels as strings)."""
+    failed: dict[str, int] = field(default_factory=dict)
+    """``num_failed`` by reason: model_error, interrupted, compute_timeout, bad_output, shutdown."""
+    num_replaced_instances: int = 0
+    """Model instances replaced after a compute timeout or a ``BaseException`` from the model."""
 
 
 class MetricsRecorder:
@@ -55,6 +59,8 @@ class MetricsRecorder:
         self.rejected: Counter[str] = Counter()
         self.num_completed = 0
         self.num_failed = 0
+        self.failed: Counter[str] = Counter()
+        self.num_replaced = 0
         self.busy_us = 0.0
 
     def batch(self, size: int, compute_us: float) -> None:
@@ -78,6 +84,11 @@ class MetricsRecorder:
     def reject(self, reason: str, count: int = 1) -> None:
         """Record requests answered with an error before compute."""
         self.rejected[reason] += count
+
+    def fail(self, reason: str, count: int) -> None:
+        """Record requests whose batch reached the model but brought no result back."""
+        self.num_failed += count
+        self.failed[reason] += count
 
     def summary(self, duration_us: float, num_instances: int = 1) -> BatchingMetrics:
         """Percentiles and means of what was recorded over ``duration_us``."""
@@ -103,6 +114,8 @@ class MetricsRecorder:
             batch_size_histogram={str(k): v for k, v in sorted(self.batch_sizes.items())},
             latency_p99_by_level_us=self._p99_by_level(latency),
             busy_pct=100.0 * self.busy_us / (duration_us * num_instances) if seconds > 0 else 0.0,
+            failed=dict(sorted(self.failed.items())),
+            num_replaced_instances=self.num_replaced,
         )
 
 

@@ -9,6 +9,8 @@ Field meanings follow Triton's ``ModelDynamicBatching`` / ``ModelQueuePolicy``
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,6 +33,10 @@ class QueuePolicy:
     """Most requests of this level queued at once (0 = unlimited); more are rejected at once."""
 
     def __post_init__(self) -> None:
+        if self.max_delay_us is not None:
+            check_time_us("max delay", self.max_delay_us)
+        check_time_us("queue timeout", self.timeout_us)
+        check_count("max queue size", self.max_queue_size)
         if self.max_delay_us is not None and self.max_delay_us < 0:
             raise InputError(f"max delay {self.max_delay_us} us must be >= 0")
         if self.timeout_us < 0:
@@ -67,6 +73,15 @@ class BatchPolicy:
     """Dispatch early when a queued request's deadline is less than this away (expected compute)."""
 
     def __post_init__(self) -> None:
+        check_count("max batch size", self.max_batch_size)
+        check_count("priority levels", self.priority_levels)
+        check_count("default priority", self.default_priority)
+        check_count("max queue size", self.max_queue_size)
+        for size in self.preferred_batch_sizes:
+            check_count("preferred batch size", size)
+        for name, value in (("max queue delay", self.max_queue_delay_us),
+                            ("aging", self.aging_us), ("deadline slack", self.deadline_slack_us)):
+            check_time_us(name, value)
         if self.max_batch_size < 1:
             raise InputError(f"max batch size {self.max_batch_size} must be at least 1")
         if self.max_queue_delay_us < 0:
@@ -104,3 +119,15 @@ class BatchPolicy:
         """Longest a request of ``level`` waits for a batch to fill."""
         own = self.queue_policy(level).max_delay_us
         return self.max_queue_delay_us if own is None else own
+
+
+def check_count(name: str, value: object) -> None:
+    """An ``InputError`` unless ``value`` is an integer (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer, not {value!r}")
+
+
+def check_time_us(name: str, value: object) -> None:
+    """An ``InputError`` unless ``value`` is a real number of microseconds (not NaN, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise InputError(f"{name} must be a number of microseconds, not {value!r}")
