@@ -10,10 +10,13 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from aiprof.cli._command import Command
 from aiprof.errors import AiprofError
+from aiprof.trace.validate import TraceRepairWarning
 
 EXIT_USAGE = 2
 
@@ -65,8 +68,32 @@ def _version() -> str:
         return "aiprof (not installed)"
 
 
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """aiprof's own warnings (trace repairs) as one line, without Python's source location."""
+    if issubclass(category, TraceRepairWarning):
+        print(f"aiprof: warning: {message}", file=file or sys.stderr)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``aiprof`` with ``argv`` (without the program name); return the exit code."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)

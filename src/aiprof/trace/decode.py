@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from aiprof.errors import TraceFormatError
+from aiprof.trace import precise
 from aiprof.trace.schema import Event, KnownEvent
 from aiprof.trace.source import iter_blocks
 
@@ -43,9 +44,11 @@ _tail_decoder = msgspec.json.Decoder(_Document)
 def decode_events(data: bytes | bytearray | msgspec.Raw) -> list[Event]:
     """A JSON list of events; known phases and categories first (see ``KnownEvent``)."""
     try:
-        return _known_decoder.decode(data)  # type: ignore[return-value]
+        events: list[Event] = _known_decoder.decode(data)  # type: ignore[assignment]
     except msgspec.ValidationError:
-        return _events_decoder.decode(data)
+        events = _events_decoder.decode(data)
+    precise.attach(data, events)
+    return events
 
 
 class CutFailed(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ import numpy as np
 
 from aiprof.errors import InputError, TraceFormatError
 from aiprof.forked import usable_cores
-from aiprof.trace import links, parcel, split
+from aiprof.trace import links, parcel, precise, split, validate
 from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
@@ -118,28 +119,43 @@ def _assemble(
 ) -> Trace:
     if builder.num_events == 0:
         raise TraceFormatError(f"{file}: the trace has no events ('traceEvents' is empty)")
-    tables = _concat_tables(builder.take_ordered_chunks())
+    chunks = builder.take_ordered_chunks()
+    residuals = {name: precise.residuals(parts) for name, parts in chunks.items()}
+    tables = _concat_tables(chunks)
+    repairs = validate.Repairs(str(file))
+    validate.check_times(tables, repairs, residuals)
+    validate.check_args(tables, repairs)
+    tables["cpu_ops"] = validate.check_shapes(tables["cpu_ops"], builder.json_texts, repairs)
+    if not any(len(t) for t in tables.values()):
+        repairs.warn()
+        raise TraceFormatError(f"{file}: no event has a usable timestamp")
     origin = _first_timestamp(tables.values())
-    for table in tables.values():
-        _shift_in_place(table, -origin)
+    for name, table in tables.items():
+        _shift_in_place(table, -origin, residuals.get(name))
     cpu_ops = tables["cpu_ops"]
     runtime = links.link_runtime(tables["runtime"], cpu_ops)
     gpu = {
         k: links.link_gpu_ops(tables[k], runtime, cpu_ops) for k in ("kernels", "memcpy", "memset")
     }
-    steps, step_source = find_steps(
-        builder.strings,
-        [tables["annotations"], cpu_ops],
-        list(gpu.values()),
-        runtime,
-        step_annotation,
-    )
-    distributed = _distributed(metadata.get("distributedInfo"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", validate.TraceRepairWarning)
+        steps, step_source = find_steps(
+            builder.strings,
+            [tables["annotations"], cpu_ops],
+            list(gpu.values()),
+            runtime,
+            step_annotation,
+        )
+    for warning in caught:
+        repairs.notes.append(f"{file}: {warning.message}")
+    distributed = _distributed(metadata.get("distributedInfo"), repairs)
+    devices = _devices(file, metadata.get("deviceProperties"), repairs)
+    repairs.warn()
     return Trace(
         path=str(file),
         rank=_rank(file, distributed),
         metadata=metadata,
-        devices=_devices(file, metadata.get("deviceProperties")),
+        devices=devices,
         distributed=distributed,
         strings=builder.strings,
         json_texts=builder.json_texts,
@@ -179,22 +195,55 @@ def _first_timestamp(tables: Iterable[Any]) -> float:
     return min(firsts) if firsts else 0.0
 
 
-def _shift_in_place(table: Table, delta_us: float) -> None:
+def _shift_in_place(table: Table, delta_us: float, residual_us: np.ndarray | None = None) -> None:
+    """Move timestamps by ``delta_us``; add back what parsing them as floats lost."""
     for column, values in table.columns().items():
         if column.endswith("_us") and column != "dur_us":
             values += delta_us
+            if residual_us is not None and column == "ts_us":
+                values += residual_us
 
 
-def _devices(file: Path, entries: Any) -> tuple[DeviceProperties, ...]:
+def _devices(file: Path, entries: Any, repairs: validate.Repairs) -> tuple[DeviceProperties, ...]:
     if entries is None:
         return ()
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise TraceFormatError(f"{file}: 'deviceProperties' must be a list of objects")
-    return tuple(DeviceProperties.from_json(e) for e in entries)
+    devices = []
+    for position, entry in enumerate(entries):
+        device, dropped = DeviceProperties.checked(entry)
+        for key in dropped:
+            repairs.note(
+                "deviceProperties",
+                f"'{key}'",
+                1,
+                "not a plausible number: ignored",
+                f"entry {position}: {key}={entry.get(key)!r}",
+                unit="entry",
+            )
+        devices.append(device)
+    return tuple(devices)
 
 
-def _distributed(info: Any) -> DistributedInfo | None:
-    return DistributedInfo.from_json(info) if isinstance(info, dict) else None
+def _distributed(info: Any, repairs: validate.Repairs) -> DistributedInfo | None:
+    if info is None:
+        return None
+    if not isinstance(info, dict):
+        repairs.note(
+            "distributedInfo", "the whole object", 1, "not an object: ignored", info, unit="value"
+        )
+        return None
+    distributed, dropped = DistributedInfo.checked(info)
+    for key in dropped:
+        repairs.note(
+            "distributedInfo",
+            f"'{key}'",
+            1,
+            "not a plausible value: ignored",
+            f"{key}={info.get(key)!r}",
+            unit="value",
+        )
+    return distributed
 
 
 def _rank(file: Path, distributed: DistributedInfo | None) -> int:
