@@ -463,6 +463,8 @@ class ArgColumns:
     def dims(self, field: str) -> np.ndarray:
         """``grid`` or ``block`` as an (n, 3) array; -1 rows where absent or not a 3-list."""
         values = list(map(attrgetter(field), self.objects))
+        if values.count(None) == len(values):  # no event has it (memcpys, some launchers)
+            return np.full((len(values), 3), s.MISSING, dtype=np.int64)
         try:
             dims = np.array(values, dtype=np.int64)
             if dims.shape == (len(values), 3):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -58,9 +59,7 @@ def load_trace(
     core and per 64 MiB, at most 4). Raises ``TraceFormatError`` for anything unreadable.
     """
     file = Path(path)
-    if not file.exists():
-        raise TraceFormatError(f"{file}: no such file")
-    if file.is_dir():
+    if _kind(file) == "directory":
         raise TraceFormatError(f"{file}: is a directory (use load_traces for a directory)")
     builder = TableBuilder()
     try:
@@ -258,19 +257,44 @@ def trace_files(target: str | os.PathLike[str]) -> list[Path]:
     """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files directly
     inside (not in subdirectories, which may hold other runs); ``runs/`` means its latest run."""
     path = Path(target)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir() and not (path / "meta.json").exists() and (path / LATEST_RUN).exists():
-        path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
+    if _kind(path) == "directory" and not (path / "meta.json").exists():
+        if (path / LATEST_RUN).exists():
+            path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
+            _kind(path)
     if path.is_file():
         return [path]
-    found = _traces_in(path.iterdir())
+    try:
+        found = _traces_in(path.iterdir())
+    except OSError as error:
+        raise InputError(f"{path}: cannot list this directory: {error.strerror}") from None
     if not found:
         raise InputError(
             f"{path}: no trace files (*.json or *.json.gz) in this directory; "
             "pass the trace files, or the directory that holds them"
         )
     return found
+
+
+def _kind(path: Path) -> str:
+    """ "file" or "directory"; anything else, or what cannot be read, is an ``InputError``."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file or directory") from None
+    except OSError as error:
+        raise TraceFormatError(f"{path}: cannot be read: {error.strerror}") from None
+    if stat.S_ISDIR(mode):
+        kind, needed = "directory", os.R_OK | os.X_OK
+    elif stat.S_ISREG(mode):
+        kind, needed = "file", os.R_OK
+    else:
+        raise TraceFormatError(
+            f"{path}: not a regular file or directory (a device, pipe or socket); "
+            "pass a trace file or the directory that holds them"
+        )
+    if not os.access(path, needed):
+        raise TraceFormatError(f"{path}: permission denied (the {kind} is not readable)")
+    return kind
 
 
 def _traces_in(paths: Iterable[Path]) -> list[Path]:
