@@ -8,9 +8,8 @@ import re
 import stat
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from multiprocessing import get_context
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import msgspec
 import numpy as np
 
 from aiprof.errors import InputError, TraceFormatError
-from aiprof.forked import usable_cores
+from aiprof.forked import can_fork, map_forked, usable_cores
 from aiprof.trace import links, parcel, precise, split, validate
 from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
@@ -326,21 +325,24 @@ def load_traces(
 
 def _read_all(files: list[Path], step_annotation: str | None, workers: int | None) -> list[Trace]:
     count = min(workers or usable_cores(), len(files))
-    if count <= 1:
+    if count <= 1 or not can_fork():
         return [load_trace(f, step_annotation=step_annotation) for f in files]
-    with ProcessPoolExecutor(max_workers=count, mp_context=get_context("fork")) as pool:
-        futures = [pool.submit(_load_one, f, step_annotation) for f in files]
-    failed = next((f.exception() for f in futures if f.exception() is not None), None)
-    if failed is not None:  # drop the other files' parcels, then report the first problem
-        for future in futures:
-            if future.exception() is None:
-                parcel.discard(future.result())
-        raise failed
-    return [parcel.unpack(f.result()) for f in futures]
+    parcel.remove_stale()
+    session = parcel.Session()
+    try:
+        parcels = map_forked(
+            partial(_load_one, step_annotation=step_annotation, session=session),
+            files,
+            workers=count,
+            discard=parcel.discard,
+        )
+        return [parcel.unpack(p) for p in parcels]
+    finally:
+        session.remove_all()
 
 
-def _load_one(file: Path, step_annotation: str | None) -> parcel.Parcel:
-    return parcel.pack(load_trace(file, step_annotation=step_annotation, parts=1))
+def _load_one(file: Path, step_annotation: str | None, session: parcel.Session) -> parcel.Parcel:
+    return parcel.pack(load_trace(file, step_annotation=step_annotation, parts=1), session)
 
 
 def _parts_for(file: Path) -> int:
