@@ -104,3 +104,4 @@ class StringTable:
         assert isinstance(values, list)
         self._ids = {v: i for i, v in enumerate(values)}
         self._values = values
+        self._display = None
