@@ -266,12 +266,28 @@ def trace_files(target: str | os.PathLike[str]) -> list[Path]:
         found = _traces_in(path.iterdir())
     except OSError as error:
         raise InputError(f"{path}: cannot list this directory: {error.strerror}") from None
+    if not found and (path / "meta.json").is_file():
+        raise InputError(f"{path}: this run record holds no trace ({_how_it_ended(path)})")
     if not found:
         raise InputError(
             f"{path}: no trace files (*.json or *.json.gz) in this directory; "
             "pass the trace files, or the directory that holds them"
         )
     return found
+
+
+def _how_it_ended(run_dir: Path) -> str:
+    """What a run record's ``meta.json`` says of its end, in a few words."""
+    try:
+        meta = msgspec.json.decode((run_dir / "meta.json").read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return "its meta.json is unreadable"
+    ended = meta.get("ended", "unknown") if isinstance(meta, dict) else "unknown"
+    if ended == "unknown":
+        return "ended: unknown; the run was killed, or is still running"
+    notes = meta.get("notes") if isinstance(meta, dict) else None
+    note = next((str(n) for n in notes or () if str(n).startswith("no trace")), "")
+    return f"ended: {ended}" + (f"; {note}" if note else "")
 
 
 def _kind(path: Path) -> str:
