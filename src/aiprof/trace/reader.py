@@ -124,9 +124,6 @@ def _assemble(
     validate.check_times(tables, repairs, residuals)
     validate.check_args(tables, repairs)
     tables["cpu_ops"] = validate.check_shapes(tables["cpu_ops"], builder.json_texts, repairs)
-    if not any(len(t) for t in tables.values()):
-        repairs.warn()
-        raise TraceFormatError(f"{file}: no event has a usable timestamp")
     origin = _first_timestamp(tables.values())
     for name, table in tables.items():
         _shift_in_place(table, -origin, residuals.get(name))

@@ -75,8 +75,8 @@ def check_times(
 ) -> None:
     """Durations, then absurd timestamps and durations, in every table (in place; rows
     dropped from a table are dropped from its ``residuals`` too)."""
-    medians = [float(np.median(t.ts_us)) for t in tables.values() if len(t)]
-    center = float(np.median(medians)) if medians else 0.0
+    stamps = [t.ts_us for t in tables.values() if len(t)]
+    center = float(np.median(np.concatenate(stamps))) if stamps else 0.0
     for name, table in list(tables.items()):
         if isinstance(table, SpanTable) and len(table):
             dur = table.dur_us
