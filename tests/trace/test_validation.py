@@ -96,7 +96,8 @@ def test_no_sub_us_gap_of_the_public_ns_trace_is_lost(public_traces: Path) -> No
         for e in doc["traceEvents"]
         if e.get("ph") == "X" and e.get("cat") == "kernel"
     )
-    exact = np.array([float(b[0] - a[0] - a[1]) for a, b in zip(kernels, kernels[1:])])
+    pairs = zip(kernels[:-1], kernels[1:], strict=True)
+    exact = np.array([float(b[0] - a[0] - a[1]) for a, b in pairs])
     table = load_trace(path).kernels
     order = np.argsort(table.ts_us, kind="stable")
     starts, ends = table.ts_us[order], table.end_us[order]
