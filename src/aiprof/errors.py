@@ -24,3 +24,7 @@ class UnsupportedDeviceError(AiprofError):
 
 class MissingDependencyError(AiprofError):
     """An optional dependency (torch, nvidia-ml-py, ...) is needed for this feature."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (``aiprof.cli.main`` raises it): unwinds like Ctrl-C, exit code 143."""

@@ -34,7 +34,8 @@ def test_profile_block_with_p_step_and_gpu_samples(tmp_path):
     assert meta.samples["source"] == "nvml" and fake.shut_down
     assert [gpu["name"] for gpu in meta.gpus] == ["NVIDIA H200", "NVIDIA H200"]
     assert meta.versions["driver"] == "570.86.15"
-    record = load_run(tmp_path / "runs")  # through the latest link
+    assert not (tmp_path / "runs" / "latest").exists()  # an explicit directory: no link beside
+    record = load_run(out)
     assert record.samples.num_samples == meta.samples["num_samples"] >= 2
     by_device = {int(d): record.samples["gpu_util_pct"][record.samples["device"] == d]
                  for d in np.unique(record.samples["device"])}

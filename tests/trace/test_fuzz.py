@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -205,6 +206,7 @@ def mutated_traces(draw: st.DrawFn) -> bytes:
 _DIR = Path(tempfile.mkdtemp(prefix="aiprof-fuzz-"))
 
 
+@pytest.mark.slow  # 10,000 cases: about 70 s on a 2-core VM
 @settings(
     max_examples=10_000,
     derandomize=True,  # the same 10,000 cases in every run: CI must not depend on luck

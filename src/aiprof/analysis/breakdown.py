@@ -65,12 +65,27 @@ def temporal_breakdown(trace: Trace, window: iv.Intervals | None = None) -> Temp
 
 
 def gpu_busy_pct(trace: Trace) -> float:
+    """Busy share of the step window, per GPU, averaged over the GPUs the trace used.
+
+    Each device's ops are merged on their own: one process driving two GPUs, each 40% busy
+    at different times, is 40% busy, not 80% (their union).
+    """
+    by_device = gpu_busy_pct_by_device(trace)
+    return sum(by_device.values()) / len(by_device) if by_device else 0.0
+
+
+def gpu_busy_pct_by_device(trace: Trace) -> dict[int, float]:
+    """Busy share of the step window of each device index that ran a GPU op."""
     window = step_window(trace)
-    busy = iv.intersect(
-        iv.union_all(spans(trace.kernels), spans(trace.memcpy), spans(trace.memset)), window
-    )
     total = iv.length(window)
-    return 100.0 * iv.length(busy) / total if total > 0 else 0.0
+    tables = (trace.kernels, trace.memcpy, trace.memset)
+    devices = [np.where(t.device >= 0, t.device, t.pid) for t in tables]
+    out: dict[int, float] = {}
+    for device in np.unique(np.concatenate(devices)).tolist():
+        parts = [spans(t, d == device) for t, d in zip(tables, devices, strict=True)]
+        busy = iv.intersect(iv.union_all(*parts), window)
+        out[int(device)] = 100.0 * iv.length(busy) / total if total > 0 else 0.0
+    return out
 
 
 @dataclass(frozen=True)

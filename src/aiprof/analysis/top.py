@@ -61,7 +61,7 @@ def top_kernels(trace: Trace, limit: int = 10) -> list[NameTotal]:
     """Kernels that started inside the profiled steps; ``pct`` of all their GPU time."""
     window = step_window(trace)
     return top_by_name(
-        trace.strings.values, trace.kernels, in_window(trace.kernels.ts_us, window), limit
+        trace.strings.display, trace.kernels, in_window(trace.kernels.ts_us, window), limit
     )
 
 
@@ -74,4 +74,4 @@ def top_ops(trace: Trace, limit: int = 10) -> list[NameTotal]:
     ops = trace.cpu_ops
     window = step_window(trace)
     mask = in_window(ops.ts_us, window) & ~trace.strings.mask(ops.name_id, PROFILER_STEP)
-    return top_by_name(trace.strings.values, ops, mask, limit, iv.length(window))
+    return top_by_name(trace.strings.display, ops, mask, limit, iv.length(window))

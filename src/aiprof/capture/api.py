@@ -40,7 +40,8 @@ def deactivate(session: CaptureSession) -> None:
 class profile:  # noqa: N801  (reads like torch.profiler.profile, which it wraps)
     """Capture the enclosed code into a run record directory.
 
-    ``out`` is the record's directory (created; ``latest`` beside it points to it).
+    ``out`` is the record's directory (created; nothing else is written beside it). Without
+    ``out`` the record goes to ``runs/<script>-<timestamp>`` and ``runs/latest`` points to it.
     Keyword arguments are ``CaptureOptions`` fields (``skip_steps``, ``warmup_steps``,
     ``active_steps``, ``record_shapes``, ``with_stack``, ``sample_rate_hz``...). Steps come
     from ``p.step()``, ``aiprof.step()`` or, when neither is called, the optimizer hook.
@@ -50,8 +51,9 @@ class profile:  # noqa: N801  (reads like torch.profiler.profile, which it wraps
                  nvml_module: Any | None = None, **options: Any) -> None:
         self.options = CaptureOptions(**options)
         stem = name or Path(sys.argv[0] or "python").stem or "python"
-        self.run_dir = Path(out) if out is not None else Path("runs") / (
-            f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
+        self._link_latest = out is None
+        self.run_dir = (Path(out) if out is not None else Path("runs") / (
+            f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")).absolute()
         self._name = stem
         self._nvml_module = nvml_module
         self.session: CaptureSession | None = None
@@ -62,6 +64,8 @@ class profile:  # noqa: N801  (reads like torch.profiler.profile, which it wraps
         self.session = CaptureSession(self.run_dir, self.options, name=self._name,
                                       command=tuple(sys.argv), nvml_module=self._nvml_module)
         self.session.start()
+        if self._link_latest:
+            update_latest(self.run_dir)
         activate(self.session)
         return self
 
@@ -82,4 +86,3 @@ class profile:  # noqa: N801  (reads like torch.profiler.profile, which it wraps
             outcome = Outcome(ended="exception", exit_code=1,
                               error=f"{type(error).__name__}: {error}")
         self.session.stop(outcome)
-        update_latest(self.run_dir.resolve())

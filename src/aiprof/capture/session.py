@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,10 @@ def import_torch() -> Any:
     return optional.import_torch("capture")
 
 
+UNFINISHED_NOTE = (
+    "the run had not ended when this was written: if it still says so, aiprof was killed "
+    "(SIGKILL, a crash) before it could record how the run ended"
+)
 OTHER_PROFILER_NOTE = (
     "the script started its own torch.profiler, which ended aiprof's profiling session "
     "(one session at a time): this trace is incomplete; remove the script's profiler or run "
@@ -132,6 +136,7 @@ class CaptureSession:
         try:
             self._tee = OutputTee(self.run_dir / stdout_file_name(self.ranks.rank))
             self._start_sampler()
+            self._write_provisional_meta()
             self._profiler = self._make_profiler(torch)
             if not self.options.duration_mode:
                 self._timer = StepTimer(torch)
@@ -145,6 +150,22 @@ class CaptureSession:
         except BaseException:
             self._teardown()
             raise
+
+    def _write_provisional_meta(self) -> None:
+        """Rank 0's ``meta.json`` at the start, ended "unknown": what a hard kill leaves.
+        ``stop`` replaces it with how the run ended."""
+        if self.ranks.rank != 0:
+            return
+        meta = replace(
+            self._meta(Outcome(ended="unknown", exit_code=-1)),
+            exit_code=None,
+            end_unix_ns=0,
+            notes=(UNFINISHED_NOTE,),
+        )
+        try:
+            write_meta(self.run_dir, meta)
+        except OSError:
+            pass  # stop() says so if it cannot write either
 
     def _start_sampler(self) -> None:
         if self.ranks.local_rank != 0 and self.ranks.rank != 0:

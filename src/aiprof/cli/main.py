@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
 
 from aiprof.cli._command import Command
-from aiprof.errors import AiprofError
+from aiprof.errors import AiprofError, Terminated
+from aiprof.trace.source import DEFAULT_MAX_BYTES, DEFAULT_MAX_RATIO, MAX_BYTES_ENV, MAX_RATIO_ENV
+from aiprof.trace.validate import TraceRepairWarning
 
 EXIT_USAGE = 2
 
@@ -48,6 +56,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Explain the performance of PyTorch workloads and say what to change.",
     )
     parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--gzip-max-ratio",
+        type=float,
+        metavar="N",
+        help="refuse a .json.gz that inflates more than N times its size, once past 64 MiB "
+        f"(default {DEFAULT_MAX_RATIO:g}; 0: no limit; or set {MAX_RATIO_ENV})",
+    )
+    parser.add_argument(
+        "--gzip-max-bytes",
+        type=int,
+        metavar="BYTES",
+        help=f"refuse a .json.gz that inflates beyond BYTES (default {DEFAULT_MAX_BYTES:,}; "
+        f"0: no limit; or set {MAX_BYTES_ENV})",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in discover_commands():
         child = sub.add_parser(command.name, help=command.help, description=command.help)
@@ -65,8 +87,82 @@ def _version() -> str:
         return "aiprof (not installed)"
 
 
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """aiprof's own warnings (trace repairs) as one line, without Python's source location."""
+    if issubclass(category, TraceRepairWarning):
+        print(f"aiprof: warning: {message}", file=file or sys.stderr)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``aiprof`` with ``argv`` (without the program name); return the exit code."""
+    """Run ``aiprof`` with ``argv`` (without the program name); return the exit code.
+
+    SIGTERM ends the command as Ctrl-C does (every ``finally`` runs: helper processes and
+    temporary files are removed) and exits 143; Ctrl-C exits 130.
+    """
+    with warnings.catch_warnings(), _sigterm_raises():
+        warnings.showwarning = _one_line_warning
+        return _main(argv)
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While a command runs in the main thread, SIGTERM raises ``Terminated``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except (ValueError, OSError):  # not allowed here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _limits_in_environment(args: argparse.Namespace) -> Iterator[None]:
+    """``--gzip-max-*`` as environment variables, so helper processes see them too."""
+    given = {
+        MAX_RATIO_ENV: args.gzip_max_ratio,
+        MAX_BYTES_ENV: args.gzip_max_bytes,
+    }
+    saved = {name: os.environ.get(name) for name in given}
+    try:
+        for name, value in given.items():
+            if value is not None:
+                os.environ[name] = str(value)
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -78,15 +174,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(run(args))
+        with _limits_in_environment(args):
+            return int(run(args))
     except AiprofError as error:
         print(f"aiprof {args.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except Terminated:
+        print("aiprof: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("aiprof: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except (MemoryError, RecursionError) as error:
+        print(
+            f"aiprof {args.command}: error: the input is too large or too deeply nested "
+            f"for this machine ({type(error).__name__})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except OSError as error:  # a file that could not be opened, read or written
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"aiprof {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def entry() -> None:

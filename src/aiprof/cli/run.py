@@ -88,21 +88,25 @@ def run(args: argparse.Namespace) -> int:
     options = capture_options(args)
     name = args.name or target.stem
     command = ("python", *(("-m",) if target.kind == "module" else ()), *target.argv)
+    out = Path(args.out).absolute()  # the script may chdir: every path is fixed now
+    run_dir_given = Path(args.run_dir).absolute() if args.run_dir else None
     if args.nproc is not None:
         if args.nproc < 1:
             raise InputError(f"--nproc must be >= 1, got {args.nproc}")
         from aiprof.capture.launch import launch
 
-        run_dir = Path(args.run_dir) if args.run_dir else rundir.new_run_dir(
-            Path(args.out), name, time.time())
+        run_dir = run_dir_given or rundir.new_run_dir(out, name, time.time())
+        rundir.update_latest(run_dir)
         status = launch(args.nproc, run_dir, forwarded_flags(args), words, name=name)
-        rundir.update_latest(run_dir.resolve())
         _report(run_dir, args.json)
         return status
     environ = dict(os.environ)
-    if args.run_dir:
-        environ[rundir.RUN_DIR_ENV] = args.run_dir
-    run_dir = rundir.shared_run_dir(Path(args.out), name, environ, time.time())
+    if run_dir_given is not None:
+        environ[rundir.RUN_DIR_ENV] = str(run_dir_given)
+    run_dir = rundir.shared_run_dir(out, name, environ, time.time())
+    rank = RankInfo.from_env(environ).rank
+    if rank == 0:
+        rundir.update_latest(run_dir)  # at the start: a killed run is still the latest
     session = CaptureSession(run_dir, options, name=name, command=command,  # type: ignore[arg-type]
                              environ=environ)
     activate(session)
@@ -110,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_target(target, session)
     finally:
         deactivate(session)
-    if RankInfo.from_env(environ).rank == 0:
-        rundir.update_latest(run_dir.resolve())
-        rundir.release_claims(Path(args.out), environ)
+    if environ.get(LAUNCHED_ENV):
+        rundir.write_rank_exit(run_dir, rank, outcome.exit_code)
+    if rank == 0:
+        rundir.release_claims(out, environ)
         if not environ.get(LAUNCHED_ENV):  # under --nproc the parent reports
             _report(run_dir, args.json)
     return outcome.exit_code

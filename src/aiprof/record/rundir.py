@@ -41,7 +41,8 @@ def ensure_writable(root: Path) -> None:
 
 
 def new_run_dir(root: Path, name: str, unix_s: float) -> Path:
-    """Create a fresh ``<root>/<name>-<timestamp>[-k]`` directory."""
+    """Create a fresh ``<root>/<name>-<timestamp>[-k]`` directory (an absolute path)."""
+    root = root.absolute()
     ensure_writable(root)
     base = f"{name}-{timestamp(unix_s)}"
     for suffix in range(1000):
@@ -65,8 +66,9 @@ def _job_key(environ: Mapping[str, str]) -> str:
 def shared_run_dir(root: Path, name: str, environ: Mapping[str, str], unix_s: float,
                    sleep: Callable[[float], None] = time.sleep) -> Path:
     """The run directory of this job: from ``AIPROF_RUN_DIR``, or agreed between local ranks."""
+    root = root.absolute()
     if environ.get(RUN_DIR_ENV):
-        run_dir = Path(environ[RUN_DIR_ENV])
+        run_dir = Path(environ[RUN_DIR_ENV]).absolute()
         ensure_writable(run_dir)
         return run_dir
     if int(environ.get("WORLD_SIZE", "1")) <= 1:
@@ -97,6 +99,33 @@ def _wait_for_claim(claim: Path, sleep: Callable[[float], None]) -> Path:
 def release_claims(root: Path, environ: Mapping[str, str]) -> None:
     """Remove this job's claim file (rank 0, at the end of the run)."""
     (root / f".claim-{_job_key(environ)}").unlink(missing_ok=True)
+
+
+RANK_EXIT_PREFIX = ".exit-rank"
+"""``.exit-rank<N>``: the exit status rank N's script ended with (under ``--nproc``)."""
+
+
+def write_rank_exit(run_dir: Path, rank: int, exit_code: int) -> None:
+    """Leave rank ``rank``'s exit status for the ``--nproc`` parent (best effort)."""
+    try:
+        (run_dir / f"{RANK_EXIT_PREFIX}{rank}").write_text(f"{exit_code} {time.time_ns()}\n")
+    except OSError:
+        pass
+
+
+def read_rank_exits(run_dir: Path, world_size: int) -> dict[int, int | None]:
+    """Each rank's exit status, the rank that ended first first; None for a rank that left
+    none (killed before it could)."""
+    found: list[tuple[int, int, int]] = []
+    missing: list[int] = []
+    for rank in range(world_size):
+        try:
+            code, when = (run_dir / f"{RANK_EXIT_PREFIX}{rank}").read_text().split()
+            found.append((int(when), rank, int(code)))
+        except (OSError, ValueError):
+            missing.append(rank)
+    codes: dict[int, int | None] = {rank: code for _, rank, code in sorted(found)}
+    return codes | dict.fromkeys(missing)
 
 
 def update_latest(run_dir: Path) -> None:

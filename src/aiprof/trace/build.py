@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from aiprof.trace import fields
+from aiprof.trace import fields, precise
 from aiprof.trace import schema as s
 from aiprof.trace.strings import StringTable
 
@@ -167,7 +167,7 @@ class TableBuilder:
                 self.num_skipped += len(group)
 
     def _common(self, events: list[s.Event], ts: np.ndarray) -> dict[str, np.ndarray]:
-        return {
+        return _residual(events) | {
             "ts_us": ts,
             "dur_us": _floats(events, "dur"),
             "name_id": self.strings.ids_of(events, "name"),
@@ -308,7 +308,7 @@ class TableBuilder:
                     "addr",
                 )
             }
-            columns |= {
+            columns |= _residual(memory) | {
                 "ts_us": _floats(memory, "ts"),
                 "pid": self._ints_or_ids(memory, "pid"),
                 "tid": self._ints_or_ids(memory, "tid"),
@@ -317,7 +317,8 @@ class TableBuilder:
         if others:
             self._emit(
                 "instants",
-                {
+                _residual(others)
+                | {
                     "ts_us": _floats(others, "ts"),
                     "pid": self._ints_or_ids(others, "pid"),
                     "tid": self._ints_or_ids(others, "tid"),
@@ -332,7 +333,8 @@ class TableBuilder:
         phases = map(FLOW_PHASES.__getitem__, map(attrgetter("ph"), events))
         self._emit(
             "flows",
-            {
+            _residual(events)
+            | {
                 "ts_us": ts,
                 "pid": self._ints_or_ids(events, "pid"),
                 "tid": self._ints_or_ids(events, "tid"),
@@ -373,6 +375,12 @@ def _flow_ids(events: list[s.Event]) -> np.ndarray:
         ids = map(attrgetter("id"), events)
         out = [v if v.__class__ is int else _named_id(str(v)) for v in ids]
         return np.array(out, dtype=np.int64)
+
+
+def _residual(events: list[s.Event]) -> Columns:
+    """The ``precise.RESIDUAL`` column of events whose timestamps lost digits, else none."""
+    residual = _floats(events, "ts_residual")
+    return {precise.RESIDUAL: residual} if residual.any() else {}
 
 
 def _with_time(events: list[s.Event]) -> tuple[list[s.Event], np.ndarray]:
@@ -455,6 +463,8 @@ class ArgColumns:
     def dims(self, field: str) -> np.ndarray:
         """``grid`` or ``block`` as an (n, 3) array; -1 rows where absent or not a 3-list."""
         values = list(map(attrgetter(field), self.objects))
+        if values.count(None) == len(values):  # no event has it (memcpys, some launchers)
+            return np.full((len(values), 3), s.MISSING, dtype=np.int64)
         try:
             dims = np.array(values, dtype=np.int64)
             if dims.shape == (len(values), 3):

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from aiprof.errors import TraceFormatError
+from aiprof.trace import precise
 from aiprof.trace.schema import Event, KnownEvent
 from aiprof.trace.source import iter_blocks
 
@@ -26,6 +27,8 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*(?=\{)")
 _TAIL_SEARCH_BYTES = 1 << 16
 _HEAD_SEARCH_LIMIT = 64 << 20
+MAX_EVENT_BYTES = 1 << 30
+"""One event (the JSON between two cuts) may hold up to 1 GiB, a 100 MB kernel name ten times."""
 
 _known_decoder = msgspec.json.Decoder(list[KnownEvent])
 _events_decoder = msgspec.json.Decoder(list[Event])
@@ -43,9 +46,11 @@ _tail_decoder = msgspec.json.Decoder(_Document)
 def decode_events(data: bytes | bytearray | msgspec.Raw) -> list[Event]:
     """A JSON list of events; known phases and categories first (see ``KnownEvent``)."""
     try:
-        return _known_decoder.decode(data)  # type: ignore[return-value]
+        events: list[Event] = _known_decoder.decode(data)  # type: ignore[assignment]
     except msgspec.ValidationError:
-        return _events_decoder.decode(data)
+        events = _events_decoder.decode(data)
+    precise.attach(data, events)
+    return events
 
 
 class CutFailed(Exception):
@@ -67,21 +72,27 @@ class Splitter:
 
     def payloads(self) -> Iterator[bytearray]:
         blocks = iter_blocks(self.path)
-        buffer = b""
+        buffer = bytearray()
         match = None
         for block in blocks:
             buffer += block
-            match = _EVENTS_KEY.search(buffer)
+            match = _EVENTS_KEY.search(buffer, max(0, len(buffer) - len(block) - 64))
             if match or buffer.lstrip()[:1] not in (b"{", b"") or len(buffer) > _HEAD_SEARCH_LIMIT:
                 break
         if match is None:
             raise CutFailed
-        self._head = buffer[: match.end() - 1] + b"[]}"
-        pending = buffer[match.end() :]
+        self._head = bytes(buffer[: match.end() - 1]) + b"[]}"
+        pending = bytearray(memoryview(buffer)[match.end() :])
+        del buffer
         for block in blocks:
             cut = _last_cut(block)
             if cut is None:
-                pending += block
+                pending += block  # a bytearray grows in place: no quadratic copying
+                if len(pending) > MAX_EVENT_BYTES:
+                    raise TraceFormatError(
+                        f"{self.path}: more than {MAX_EVENT_BYTES >> 20} MiB without a boundary "
+                        "between two events: not a trace aiprof can read"
+                    )
                 continue
             end, start = cut
             payload = bytearray(b"[")
@@ -89,7 +100,7 @@ class Splitter:
             payload += memoryview(block)[:end]
             payload += b"]"
             yield payload
-            pending = block[start:]
+            pending = bytearray(memoryview(block)[start:])
         self._tail = b'{"traceEvents":[' + pending
 
     def tail_events(self) -> list[Event]:

@@ -38,11 +38,51 @@ class DeviceProperties:
             raw=dict(entry),
         )
 
+    @classmethod
+    def checked(cls, entry: dict[str, Any]) -> tuple[DeviceProperties, list[str]]:
+        """``from_json`` of the entry with implausible numbers removed, and their keys.
+
+        A numeric property (every key but the text ones) must be an integer within
+        ``PROPERTY_LIMITS`` (default ``[1, 2**40]``; ``id`` may be 0); anything else (null,
+        a string, a list, zero, negative, huge) is dropped, so the models fall back to the
+        architecture's table as when the key is absent.
+        """
+        clean: dict[str, Any] = {}
+        dropped = []
+        for key, value in entry.items():
+            if key in TEXT_PROPERTIES:
+                if isinstance(value, str):
+                    clean[key] = value
+                else:
+                    dropped.append(key)
+                continue
+            if isinstance(value, bool):
+                clean[key] = value
+                continue
+            low, high = PROPERTY_LIMITS.get(key, (1, 1 << 40))
+            number = _int(value)
+            if number is not None and low <= number <= high:
+                clean[key] = number
+            else:
+                dropped.append(key)
+        return cls.from_json(clean), dropped
+
     @property
     def compute_capability(self) -> str | None:
         if self.vendor != "nvidia" or self.compute_major is None:
             return None
         return f"{self.compute_major}.{self.compute_minor or 0}"
+
+
+TEXT_PROPERTIES = frozenset({"name", "uuid", "vendor", "gcnArchName", "pciBusId"})
+PROPERTY_LIMITS: dict[str, tuple[int, int]] = {
+    "id": (0, 4095),  # as validate.MAX_DEVICES
+    "totalGlobalMem": (1, 1 << 50),  # 1 PiB; an H200 has 141 GB (NVIDIA H200 datasheet)
+    "computeMajor": (1, 99),
+    "computeMinor": (0, 99),
+}
+"""Bounds of numeric ``deviceProperties``; others: 1 to 2**40, far beyond any GPU's value
+(the largest besides memory, an H100's 50 MiB l2CacheSize: NVIDIA H100 whitepaper, 2022)."""
 
 
 def _looks_amd(name: str) -> bool:
@@ -69,6 +109,24 @@ class DistributedInfo:
     world_size: int | None
     nccl_version: str | None
     process_groups: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def checked(cls, info: dict[str, Any]) -> tuple[DistributedInfo, list[str]]:
+        """``from_json`` without a rank outside ``[0, 2**24)`` or a world size outside
+        ``[1, 2**24]`` (dropped, with their keys), nor a backend or version not text."""
+        clean = dict(info)
+        dropped = []
+        for key, low in (("rank", 0), ("world_size", 1)):
+            if key in info:
+                number = None if isinstance(info[key], bool) else _int(info[key])
+                if number is None or not low <= number <= 1 << 24:
+                    clean.pop(key)
+                    dropped.append(key)
+        for key in ("backend", "nccl_version"):
+            if key in info and info[key] is not None and not isinstance(info[key], str):
+                clean.pop(key)
+                dropped.append(key)
+        return cls.from_json(clean), dropped
 
     @classmethod
     def from_json(cls, info: dict[str, Any]) -> DistributedInfo:

@@ -6,6 +6,11 @@ decoding, that waiting cost more than the pickling. So the worker writes the arr
 bytes once into an unlinked-on-receipt temporary file (pickle protocol 5, out-of-band
 buffers) and sends only the small pickle; the parent maps the file copy-on-write, so the
 arrays are neither copied again nor read-only.
+
+Files are named ``aiprof-parcel-<pid>-<token>-...`` after the process that will receive them
+(``Session``): it removes every file of its session when it is done, whatever happened to
+the workers, and any reader removes the files of processes that no longer exist (a parent
+killed with SIGKILL cannot clean up after itself).
 """
 
 from __future__ import annotations
@@ -13,9 +18,15 @@ from __future__ import annotations
 import mmap
 import os
 import pickle
+import re
+import secrets
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+PREFIX = "aiprof-parcel-"
+_NAME = re.compile(rf"^{PREFIX}(\d+)-")
 
 ALIGN_BYTES = 64
 """Each buffer starts on a 64-byte boundary, so every numpy dtype stays aligned."""
@@ -29,14 +40,60 @@ class Parcel:
     path: str | None  # None when the object holds no buffer
 
 
-def pack(value: object) -> Parcel:
-    """Pickle ``value``, its large buffers written to a temporary file."""
+@dataclass(frozen=True)
+class Session:
+    """The parcels one receiving process expects; created in it, before forking workers."""
+
+    owner: int = field(default_factory=os.getpid)
+    token: str = field(default_factory=lambda: secrets.token_hex(4))
+
+    @property
+    def prefix(self) -> str:
+        return f"{PREFIX}{self.owner}-{self.token}-"
+
+    def remove_all(self) -> None:
+        """Remove every file of this session still on disk (sent or not, whole or not)."""
+        for path in Path(tempfile.gettempdir()).glob(f"{self.prefix}*"):
+            path.unlink(missing_ok=True)
+
+
+def remove_stale() -> int:
+    """Remove the parcels of processes that no longer exist; how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(tempfile.gettempdir())
+    except OSError:
+        return 0
+    for name in names:
+        match = _NAME.match(name)
+        if match and not _alive(int(match.group(1))):
+            try:
+                os.unlink(os.path.join(tempfile.gettempdir(), name))
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def pack(value: object, session: Session | None = None) -> Parcel:
+    """Pickle ``value``, its large buffers written to a temporary file of ``session``
+    (default: one owned by this process)."""
     buffers: list[pickle.PickleBuffer] = []
     head = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     if not buffers:
         return Parcel(head, (), (), None)
     offsets, sizes = [], []
-    fd, path = tempfile.mkstemp(prefix="aiprof-parcel-")
+    fd, path = tempfile.mkstemp(prefix=(session or Session()).prefix)
     with os.fdopen(fd, "wb") as handle:
         position = 0
         for buffer in buffers:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import gc
 import os
 import re
+import stat
+import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from multiprocessing import get_context
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ import msgspec
 import numpy as np
 
 from aiprof.errors import InputError, TraceFormatError
-from aiprof.forked import usable_cores
-from aiprof.trace import links, parcel, split
+from aiprof.forked import can_fork, map_forked, usable_cores
+from aiprof.trace import links, parcel, precise, split, validate
 from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
@@ -57,9 +58,7 @@ def load_trace(
     core and per 64 MiB, at most 4). Raises ``TraceFormatError`` for anything unreadable.
     """
     file = Path(path)
-    if not file.exists():
-        raise TraceFormatError(f"{file}: no such file")
-    if file.is_dir():
+    if _kind(file) == "directory":
         raise TraceFormatError(f"{file}: is a directory (use load_traces for a directory)")
     builder = TableBuilder()
     try:
@@ -118,28 +117,40 @@ def _assemble(
 ) -> Trace:
     if builder.num_events == 0:
         raise TraceFormatError(f"{file}: the trace has no events ('traceEvents' is empty)")
-    tables = _concat_tables(builder.take_ordered_chunks())
+    chunks = builder.take_ordered_chunks()
+    residuals = {name: precise.residuals(parts) for name, parts in chunks.items()}
+    tables = _concat_tables(chunks)
+    repairs = validate.Repairs(str(file))
+    validate.check_times(tables, repairs, residuals)
+    validate.check_args(tables, repairs)
+    tables["cpu_ops"] = validate.check_shapes(tables["cpu_ops"], builder.json_texts, repairs)
     origin = _first_timestamp(tables.values())
-    for table in tables.values():
-        _shift_in_place(table, -origin)
+    for name, table in tables.items():
+        _shift_in_place(table, -origin, residuals.get(name))
     cpu_ops = tables["cpu_ops"]
     runtime = links.link_runtime(tables["runtime"], cpu_ops)
     gpu = {
         k: links.link_gpu_ops(tables[k], runtime, cpu_ops) for k in ("kernels", "memcpy", "memset")
     }
-    steps, step_source = find_steps(
-        builder.strings,
-        [tables["annotations"], cpu_ops],
-        list(gpu.values()),
-        runtime,
-        step_annotation,
-    )
-    distributed = _distributed(metadata.get("distributedInfo"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", validate.TraceRepairWarning)
+        steps, step_source = find_steps(
+            builder.strings,
+            [tables["annotations"], cpu_ops],
+            list(gpu.values()),
+            runtime,
+            step_annotation,
+        )
+    for warning in caught:
+        repairs.notes.append(f"{file}: {warning.message}")
+    distributed = _distributed(metadata.get("distributedInfo"), repairs)
+    devices = _devices(file, metadata.get("deviceProperties"), repairs)
+    repairs.warn()
     return Trace(
         path=str(file),
         rank=_rank(file, distributed),
         metadata=metadata,
-        devices=_devices(file, metadata.get("deviceProperties")),
+        devices=devices,
         distributed=distributed,
         strings=builder.strings,
         json_texts=builder.json_texts,
@@ -179,22 +190,55 @@ def _first_timestamp(tables: Iterable[Any]) -> float:
     return min(firsts) if firsts else 0.0
 
 
-def _shift_in_place(table: Table, delta_us: float) -> None:
+def _shift_in_place(table: Table, delta_us: float, residual_us: np.ndarray | None = None) -> None:
+    """Move timestamps by ``delta_us``; add back what parsing them as floats lost."""
     for column, values in table.columns().items():
         if column.endswith("_us") and column != "dur_us":
             values += delta_us
+            if residual_us is not None and column == "ts_us":
+                values += residual_us
 
 
-def _devices(file: Path, entries: Any) -> tuple[DeviceProperties, ...]:
+def _devices(file: Path, entries: Any, repairs: validate.Repairs) -> tuple[DeviceProperties, ...]:
     if entries is None:
         return ()
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise TraceFormatError(f"{file}: 'deviceProperties' must be a list of objects")
-    return tuple(DeviceProperties.from_json(e) for e in entries)
+    devices = []
+    for position, entry in enumerate(entries):
+        device, dropped = DeviceProperties.checked(entry)
+        for key in dropped:
+            repairs.note(
+                "deviceProperties",
+                f"'{key}'",
+                1,
+                "not a plausible number: ignored",
+                f"entry {position}: {key}={entry.get(key)!r}",
+                unit="entry",
+            )
+        devices.append(device)
+    return tuple(devices)
 
 
-def _distributed(info: Any) -> DistributedInfo | None:
-    return DistributedInfo.from_json(info) if isinstance(info, dict) else None
+def _distributed(info: Any, repairs: validate.Repairs) -> DistributedInfo | None:
+    if info is None:
+        return None
+    if not isinstance(info, dict):
+        repairs.note(
+            "distributedInfo", "the whole object", 1, "not an object: ignored", info, unit="value"
+        )
+        return None
+    distributed, dropped = DistributedInfo.checked(info)
+    for key in dropped:
+        repairs.note(
+            "distributedInfo",
+            f"'{key}'",
+            1,
+            "not a plausible value: ignored",
+            f"{key}={info.get(key)!r}",
+            unit="value",
+        )
+    return distributed
 
 
 def _rank(file: Path, distributed: DistributedInfo | None) -> int:
@@ -209,19 +253,60 @@ def trace_files(target: str | os.PathLike[str]) -> list[Path]:
     """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files directly
     inside (not in subdirectories, which may hold other runs); ``runs/`` means its latest run."""
     path = Path(target)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir() and not (path / "meta.json").exists() and (path / LATEST_RUN).exists():
-        path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
+    if _kind(path) == "directory" and not (path / "meta.json").exists():
+        if (path / LATEST_RUN).exists():
+            path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
+            _kind(path)
     if path.is_file():
         return [path]
-    found = _traces_in(path.iterdir())
+    try:
+        found = _traces_in(path.iterdir())
+    except OSError as error:
+        raise InputError(f"{path}: cannot list this directory: {error.strerror}") from None
+    if not found and (path / "meta.json").is_file():
+        raise InputError(f"{path}: this run record holds no trace ({_how_it_ended(path)})")
     if not found:
         raise InputError(
             f"{path}: no trace files (*.json or *.json.gz) in this directory; "
             "pass the trace files, or the directory that holds them"
         )
     return found
+
+
+def _how_it_ended(run_dir: Path) -> str:
+    """What a run record's ``meta.json`` says of its end, in a few words."""
+    try:
+        meta = msgspec.json.decode((run_dir / "meta.json").read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return "its meta.json is unreadable"
+    ended = meta.get("ended", "unknown") if isinstance(meta, dict) else "unknown"
+    if ended == "unknown":
+        return "ended: unknown; the run was killed, or is still running"
+    notes = meta.get("notes") if isinstance(meta, dict) else None
+    note = next((str(n) for n in notes or () if str(n).startswith("no trace")), "")
+    return f"ended: {ended}" + (f"; {note}" if note else "")
+
+
+def _kind(path: Path) -> str:
+    """ "file" or "directory"; anything else, or what cannot be read, is an ``InputError``."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file or directory") from None
+    except OSError as error:
+        raise TraceFormatError(f"{path}: cannot be read: {error.strerror}") from None
+    if stat.S_ISDIR(mode):
+        kind, needed = "directory", os.R_OK | os.X_OK
+    elif stat.S_ISREG(mode):
+        kind, needed = "file", os.R_OK
+    else:
+        raise TraceFormatError(
+            f"{path}: not a regular file or directory (a device, pipe or socket); "
+            "pass a trace file or the directory that holds them"
+        )
+    if not os.access(path, needed):
+        raise TraceFormatError(f"{path}: permission denied (the {kind} is not readable)")
+    return kind
 
 
 def _traces_in(paths: Iterable[Path]) -> list[Path]:
@@ -253,21 +338,24 @@ def load_traces(
 
 def _read_all(files: list[Path], step_annotation: str | None, workers: int | None) -> list[Trace]:
     count = min(workers or usable_cores(), len(files))
-    if count <= 1:
+    if count <= 1 or not can_fork():
         return [load_trace(f, step_annotation=step_annotation) for f in files]
-    with ProcessPoolExecutor(max_workers=count, mp_context=get_context("fork")) as pool:
-        futures = [pool.submit(_load_one, f, step_annotation) for f in files]
-    failed = next((f.exception() for f in futures if f.exception() is not None), None)
-    if failed is not None:  # drop the other files' parcels, then report the first problem
-        for future in futures:
-            if future.exception() is None:
-                parcel.discard(future.result())
-        raise failed
-    return [parcel.unpack(f.result()) for f in futures]
+    parcel.remove_stale()
+    session = parcel.Session()
+    try:
+        parcels = map_forked(
+            partial(_load_one, step_annotation=step_annotation, session=session),
+            files,
+            workers=count,
+            discard=parcel.discard,
+        )
+        return [parcel.unpack(p) for p in parcels]
+    finally:
+        session.remove_all()
 
 
-def _load_one(file: Path, step_annotation: str | None) -> parcel.Parcel:
-    return parcel.pack(load_trace(file, step_annotation=step_annotation, parts=1))
+def _load_one(file: Path, step_annotation: str | None, session: parcel.Session) -> parcel.Parcel:
+    return parcel.pack(load_trace(file, step_annotation=step_annotation, parts=1), session)
 
 
 def _parts_for(file: Path) -> int:

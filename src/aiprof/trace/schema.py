@@ -55,6 +55,8 @@ class Event(msgspec.Struct, gc=False):
     id: int | str | None = None
     s: str | None = None
     args: msgspec.Raw = EMPTY_RAW
+    ts_residual: float = msgspec.field(default=0.0, name="aiprof:ts_residual")
+    """Not in the file: what parsing ``ts`` as a float lost (set by ``precise.attach``)."""
 
 
 class KnownEvent(Event, gc=False):

@@ -18,7 +18,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from aiprof.errors import TraceFormatError
-from aiprof.forked import can_fork
+from aiprof.forked import can_fork, start_child, stop_children
 from aiprof.trace import parcel
 from aiprof.trace.build import BuiltPart, TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch
@@ -39,6 +39,7 @@ MAX_PARTS = 4
 class Helper:
     process: BaseProcess
     replies: Connection
+    session: parcel.Session
 
 
 def json_bytes(file: Path) -> int:
@@ -56,14 +57,19 @@ def start(file: Path, parts: int) -> list[Helper]:
     """Fork ``parts - 1`` helpers; helper k builds batches k, k + parts, ...; none without fork."""
     if parts <= 1 or not can_fork():
         return []
+    parcel.remove_stale()
     context = get_context("fork")
-    helpers = []
-    for part in range(1, parts):
-        receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_build_part, args=(file, part, parts, send))
-        process.start()
-        send.close()
-        helpers.append(Helper(process, receive))
+    session = parcel.Session()
+    helpers: list[Helper] = []
+    try:
+        for part in range(1, parts):
+            receive, send = context.Pipe(duplex=False)
+            process = start_child(_build_part, (file, part, parts, send, session))
+            send.close()
+            helpers.append(Helper(process, receive, session))
+    except BaseException:
+        stop(helpers)
+        raise
     return helpers
 
 
@@ -84,30 +90,25 @@ def collect(helpers: list[Helper]) -> list[BuiltPart]:
 
 
 def stop(helpers: list[Helper]) -> None:
-    """End the helpers, dropping any result not collected."""
+    """End the helpers (killed if still running), dropping any result not collected and
+    every parcel file of theirs, whole or half-written."""
     for helper in helpers:
-        if not helper.replies.closed:
-            if helper.replies.poll():
-                try:
-                    kind, value = helper.replies.recv()
-                    if kind == "part":
-                        parcel.discard(value)
-                except EOFError:
-                    pass
-            helper.replies.close()
-        if helper.process.is_alive():
-            helper.process.terminate()
-        helper.process.join()
+        helper.replies.close()
+    stop_children([h.process for h in helpers])
+    for session in {h.session for h in helpers}:
+        session.remove_all()
     helpers.clear()
 
 
-def _build_part(file: Path, part: int, parts: int, replies: Connection) -> None:
+def _build_part(
+    file: Path, part: int, parts: int, replies: Connection, session: parcel.Session
+) -> None:
     builder = TableBuilder()
     try:
         for index, payload in enumerate(Splitter(file).payloads()):
             if index % parts == part:
                 builder.add(decode_batch(payload), index)
-        reply: tuple[str, object] = ("part", parcel.pack(builder.export()))
+        reply: tuple[str, object] = ("part", parcel.pack(builder.export(), session))
     except CutFailed:
         reply = ("cut", None)
     except Exception as error:  # noqa: BLE001 (sent to the reader, which raises it)

@@ -13,11 +13,13 @@ step's end, so GPU work is attributed to the step that launched it and steps nev
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 
 from aiprof.trace.strings import StringTable
 from aiprof.trace.tables import AnnotationTable, GpuOpTable, RuntimeTable, SpanTable, StepTable
+from aiprof.trace.validate import TraceRepairWarning
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 SOURCE_PROFILER_STEP = "ProfilerStep"
@@ -58,7 +60,9 @@ def _spans_named(
         starts.append(table.ts_us[mask])
         ends.append(table.end_us[mask])
         ids = table.name_id[mask]
-        numbers.append(np.array([_step_number(strings[i], pattern) for i in ids], dtype=np.int64))
+        numbers.append(
+            np.array([_step_number(strings.full(i), pattern) for i in ids], dtype=object)
+        )
         if isinstance(table, AnnotationTable):
             break  # 2.x writes ProfilerStep as an annotation; ignore duplicates elsewhere
     if not starts:
@@ -66,12 +70,33 @@ def _spans_named(
         return empty, empty, np.zeros(0, dtype=np.int64)
     start, end, number = np.concatenate(starts), np.concatenate(ends), np.concatenate(numbers)
     order = np.argsort(start, kind="stable")
-    return start[order], end[order], number[order]
+    return start[order], end[order], _as_int64(number[order])
+
+
+MAX_STEP_DIGITS = 18
+"""Step numbers of up to 18 digits fit in int64; longer ones renumber the steps."""
 
 
 def _step_number(name: str, pattern: re.Pattern[str]) -> int:
+    """N of ``ProfilerStep#N``; -1 when N has more than ``MAX_STEP_DIGITS`` digits."""
     match = pattern.search(name)
-    return int(match.group(1)) if match and match.groups() else 0
+    if not match or not match.groups():
+        return 0
+    digits = match.group(1)
+    return int(digits) if len(digits) <= MAX_STEP_DIGITS else -1
+
+
+def _as_int64(numbers: np.ndarray) -> np.ndarray:
+    """Step numbers as int64; if one did not fit, the steps are numbered 0, 1, ... instead."""
+    if any(n == -1 for n in numbers.tolist()):
+        warnings.warn(
+            f"a ProfilerStep number has more than {MAX_STEP_DIGITS} digits: steps renumbered "
+            "0, 1, ... in time order",
+            TraceRepairWarning,
+            stacklevel=5,
+        )
+        return np.arange(len(numbers), dtype=np.int64)
+    return numbers.astype(np.int64)
 
 
 def _extend_to_gpu(

@@ -10,6 +10,19 @@ import numpy as np
 
 from aiprof.trace import fields
 
+DISPLAY_CHARS = 4096
+"""Names longer than this are shortened where they are read (``table[id]``, ``matching``):
+no kernel or op name in the public traces comes near (the longest, a Triton kernel's, is
+under 300 characters), and one 100 MB name made ``report`` take minutes. ``full(id)`` and
+``values`` keep the whole text."""
+
+
+def shorten(text: str) -> str:
+    """``text``, or its first ``DISPLAY_CHARS`` characters and how many more there were."""
+    if len(text) <= DISPLAY_CHARS:
+        return text
+    return f"{text[:DISPLAY_CHARS]}… (+{len(text) - DISPLAY_CHARS:,} characters)"
+
 
 class StringTable:
     """An append-only table of distinct strings; id = insertion order."""
@@ -17,6 +30,7 @@ class StringTable:
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._values: list[str] | None = None
+        self._display: list[str] | None = None
 
     def ids(self, values: Iterable[str]) -> np.ndarray:
         """The id of each value, adding new values to the table."""
@@ -47,11 +61,27 @@ class StringTable:
 
     @property
     def values(self) -> list[str]:
+        """Every string in full, by id."""
         if self._values is None:
             self._values = list(self._ids)
+            self._display = None
         return self._values
 
+    @property
+    def display(self) -> list[str]:
+        """Every string by id, the long ones shortened (see ``DISPLAY_CHARS``)."""
+        values = self.values
+        if self._display is None:
+            long = any(len(v) > DISPLAY_CHARS for v in values)
+            self._display = [shorten(v) for v in values] if long else values
+        return self._display
+
     def __getitem__(self, string_id: int) -> str:
+        """The string of an id, shortened if very long; "" for -1 (absent)."""
+        return self.display[int(string_id)] if string_id >= 0 else ""
+
+    def full(self, string_id: int) -> str:
+        """The string of an id as the trace holds it, however long."""
         return self.values[int(string_id)] if string_id >= 0 else ""
 
     def __len__(self) -> int:
@@ -60,7 +90,7 @@ class StringTable:
     def matching(self, pattern: str | re.Pattern[str]) -> np.ndarray:
         """Ids of the strings matching a regular expression (``re.search``)."""
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-        return np.array([i for i, v in enumerate(self.values) if regex.search(v)], dtype=np.int64)
+        return np.array([i for i, v in enumerate(self.display) if regex.search(v)], dtype=np.int64)
 
     def mask(self, ids: np.ndarray, pattern: str | re.Pattern[str]) -> np.ndarray:
         """Boolean mask over an id column: which rows' strings match ``pattern``."""
@@ -74,3 +104,4 @@ class StringTable:
         assert isinstance(values, list)
         self._ids = {v: i for i, v in enumerate(values)}
         self._values = values
+        self._display = None
