@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_rank_argument, add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "trace", help="a trace of one rank (file, or a run directory: rank 0 is used)"
-    )
+    add_target_argument(parser, "trace")
+    add_rank_argument(parser)
     parser.add_argument("--ranks", default="2-64", help="rank counts: '2,4,8' or '2-64' (default)")
     parser.add_argument(
         "--params", type=float, help="parameters (else: the trace's all-reduce bytes)"
@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.cli.comm import _measured_link
     from aiprof.distributed.links import link_preset
     from aiprof.distributed.scaling import inputs_from_trace, parse_ranks, predict_scaling
+    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
-    from aiprof.trace import load_traces
 
-    trace = load_traces(args.trace)[0]
+    trace, _ = load_rank(args.trace, args.rank)
     inputs = inputs_from_trace(
         trace,
         params=args.params,

@@ -37,9 +37,6 @@ from aiprof.trace.tables import (
     Table,
 )
 
-TRACE_SUFFIXES = (".json", ".json.gz")
-LATEST_RUN = "latest"
-"""The link ``aiprof run`` keeps to its newest run record inside ``runs/``."""
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -205,49 +202,34 @@ def _rank(file: Path, distributed: DistributedInfo | None) -> int:
     return int(match.group(1)) if match else 0
 
 
-def trace_files(target: str | os.PathLike[str]) -> list[Path]:
-    """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files directly
-    inside (not in subdirectories, which may hold other runs); ``runs/`` means its latest run."""
-    path = Path(target)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir() and not (path / "meta.json").exists() and (path / LATEST_RUN).exists():
-        path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
-    if path.is_file():
-        return [path]
-    found = _traces_in(path.iterdir())
-    if not found:
-        raise InputError(
-            f"{path}: no trace files (*.json or *.json.gz) in this directory; "
-            "pass the trace files, or the directory that holds them"
-        )
-    return found
-
-
-def _traces_in(paths: Iterable[Path]) -> list[Path]:
-    return sorted(
-        p
-        for p in paths
-        if p.is_file() and p.name.endswith(TRACE_SUFFIXES) and p.name != "meta.json"
-    )
-
-
 def load_traces(
-    targets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     step_annotation: str | None = None,
     workers: int | None = None,
 ) -> TraceSet:
-    """Read several traces (files, directories of per-rank files, or a run directory).
+    """Read trace files (not directories) on a common clock; see ``read_traces``.
 
-    Ranks are read in parallel processes when there are several files (``workers``
-    processes, default: one per core). Their clocks are
-    put on a common zero: through ``baseTimeNanoseconds`` (wall clock) when every trace
-    has it, else by aligning each trace's first event (as HTA does).
+    Directories, run records and ``example:NAME`` are resolved by ``aiprof.load_traces``
+    (``aiprof.record.targets``), the one place that knows what a run directory holds.
     """
-    items = [targets] if isinstance(targets, (str, os.PathLike)) else list(targets)
-    files = [f for item in items for f in trace_files(item)]
-    traces = _read_all(files, step_annotation, workers)
+    items = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    for item in items:
+        if Path(item).is_dir():
+            raise InputError(f"{item}: is a directory; read it with aiprof.load_traces, which "
+                             "knows run records and directories of rank traces")
+    return read_traces([Path(item) for item in items], step_annotation=step_annotation,
+                       workers=workers)
+
+
+def read_traces(
+    files: Sequence[Path], *, step_annotation: str | None = None, workers: int | None = None
+) -> TraceSet:
+    """Read trace files, several ranks in parallel processes (``workers``, default one per
+    core), and put their clocks on a common zero: through ``baseTimeNanoseconds`` (wall clock)
+    when every trace has it, else by aligning each trace's first event (as HTA does).
+    """
+    traces = _read_all(list(files), step_annotation, workers)
     return align(traces)
 
 
