@@ -75,3 +75,30 @@ def test_infer_stages_takes_the_image_size_of_the_users_model(tmp_path, monkeypa
     assert err.count("\n") == 1 and "--input-shape 3,H,W" in err and "2x3x224x224" in err
     assert main(["infer-stages", "--model", "my.py:make", "--input-shape", "3,32,32", *fast]) == 0
     assert json.loads(capsys.readouterr().out)["report"]["batch_size"] == 2
+
+
+def test_memory_says_when_activations_are_not_counted(capsys) -> None:
+    assert main(["memory", "--params", "7.5e9", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["activations_counted"] is False and "--layers" in doc["notes"][0]
+    assert main(["memory", "--params", "7.5e9"]) == 0
+    assert "not counted" in capsys.readouterr().out
+    assert main(["memory", "--params", "7e9", "--layers", "32"]) == 2  # half a shape: one line
+    assert "--hidden" in capsys.readouterr().err
+    assert main(["memory", "--params", "7e9", "--layers", "32", "--hidden", "4096", "--heads",
+                 "32", "--seq", "2048", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["activations_counted"] and doc["activations_gb_per_gpu"] > 0
+
+
+def test_scaling_starts_from_the_collectives_the_trace_measured(capsys) -> None:
+    assert main(["scaling", "example:a100_nccl", "--ranks", "2,8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    measured = doc["inputs"]["measured_allreduce_us"]
+    assert doc["inputs"]["measured_ranks"] == 2 and measured > 10_000  # 15.6 ms per step
+    at_two = next(p for p in doc["points"] if p["num_ranks"] == 2)["comm_us"]
+    assert measured / 2 < at_two < measured * 2  # not the NVLink preset's 0.23 ms
+    assert doc["assumptions"][0].startswith("link: fitted to the trace's")
+    assert main(["scaling", "example:a100_nccl", "--ranks", "2", "--link", "nvlink"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps lines at the terminal width
+    assert "nvlink preset" in out and "not measured" in out and "check: the trace measured" in out

@@ -218,3 +218,10 @@ def render_scaling(report: Any) -> None:
         table.add_row(str(p.num_ranks), _ms(p.comm_us), _ms(p.exposed_comm_us),
                       _ms(p.step_time_us), f"{p.efficiency_pct:.1f}", f"{p.speedup:.2f}")
     _print(table)
+    console = Console()
+    if i.measured_ranks >= 2:
+        console.print(f"check: the trace measured {_ms(i.measured_allreduce_us)} ms of all-reduce "
+                      f"per step at {i.measured_ranks} ranks; the model gives "
+                      f"{_ms(report.model_at_measured_us)} ms there")
+    for assumption in report.assumptions:
+        console.print(f"assumed: {assumption}")
