@@ -1,4 +1,11 @@
-"""Shared fixtures: the public traces beside the checkout, and GPU skipping."""
+"""Shared fixtures: real public traces, and GPU skipping.
+
+``AIPROF_PUBLIC_TRACES=DIR`` names a copy of Holistic Trace Analysis's ``tests/data`` folder
+(github.com/facebookresearch/HolisticTraceAnalysis); by default the ``shared/traces/public``
+folder beside the checkout. Without either, the tests run on the subset shipped with aiprof in
+``src/aiprof/data/examples`` (same folder and file names), and a test of a trace that is not
+shipped skips (``require``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,16 @@ PUBLIC_TRACES = Path(
     os.environ.get("AIPROF_PUBLIC_TRACES", REPO.parent / "shared" / "traces" / "public")
 )
 DATA = REPO / "tests" / "data"
+EXAMPLES = REPO / "src" / "aiprof" / "data" / "examples"
+REAL_TRACES = PUBLIC_TRACES if PUBLIC_TRACES.is_dir() else EXAMPLES
+"""The public traces when present, else the shipped subset (same layout)."""
+
+
+def require(path: Path) -> Path:
+    """``path``, or skip the test when it is one of the public traces that is not shipped."""
+    if not path.exists():
+        pytest.skip(f"{path.parent.name}/{path.name} is not shipped; set AIPROF_PUBLIC_TRACES")
+    return path
 
 
 def _has_cuda() -> bool:
@@ -33,6 +50,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def public_traces() -> Path:
-    if not PUBLIC_TRACES.is_dir():
-        pytest.skip(f"public traces not found at {PUBLIC_TRACES}")
-    return PUBLIC_TRACES
+    """``REAL_TRACES``: wrap a path with ``require`` unless it is shipped."""
+    return REAL_TRACES

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from aiprof.diagnose import diagnose
     from aiprof.measure.tensor.model_analysis import analyze_model
     from aiprof.record.runrecord import RunRecord, load_run
-    from aiprof.trace import Trace, TraceSet, load_trace, load_traces
+    from aiprof.record.targets import load_traces
+    from aiprof.trace import Trace, TraceSet, load_trace
 
 _WHERE = {
     "summary": "aiprof.analysis.summary",
@@ -35,11 +36,23 @@ _WHERE = {
     "Trace": "aiprof.trace",
     "TraceSet": "aiprof.trace",
     "load_trace": "aiprof.trace",
-    "load_traces": "aiprof.trace",
+    "load_traces": "aiprof.record.targets",
 }
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("aiprof")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     if name not in _WHERE:
         raise AttributeError(f"module 'aiprof' has no attribute {name!r}")
     value = getattr(import_module(_WHERE[name]), name)
@@ -52,6 +65,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "__version__",
     "AiprofError",
     "InputError",
     "RunRecord",

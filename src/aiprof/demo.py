@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 from aiprof.optional import import_torch
 
-BUNDLED_TRACE = "h200_resnet50_bf16.trace.json.gz"
-"""A real trace recorded on an NVIDIA H200 (see docs/foundation.md), shipped in aiprof/data."""
+BUNDLED_EXAMPLE = "h200_resnet50"
+"""A real trace recorded on an NVIDIA H200 (see docs/foundation.md), one of the shipped examples."""
 
 
 def bundled_trace_path() -> Path:
     """Path of the H200 trace that ships with the package."""
-    return Path(str(resources.files("aiprof") / "data" / BUNDLED_TRACE))
+    from aiprof.record.examples import example
+
+    return example(BUNDLED_EXAMPLE).path
 
 
 def profile_small_training(out_dir: Path | None = None, *, steps: int = 4) -> Path:

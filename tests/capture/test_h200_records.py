@@ -102,9 +102,9 @@ def test_gpu_capture_times_its_unprofiled_steps_and_diagnose_fits_to_them():
     with CUDA events, written into the trace; the diagnosis fits the profiler's cost to them."""
     if not TIMED_RUN.is_dir():
         pytest.skip("timed H200 run record not present")
+    from aiprof import load_traces
     from aiprof.diagnose import diagnose
     from aiprof.diagnose.context import Context, DiagnoseOptions
-    from aiprof.trace import load_traces
     from aiprof.trace.capture_timing import unprofiled_step_us, unprofiled_steps_us
 
     meta = load_run(TIMED_RUN).meta

@@ -6,15 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.conftest import REAL_TRACES
 
+from aiprof import load_trace, load_traces
 from aiprof.analysis.breakdown import gpu_busy_pct
 from aiprof.diagnose import DiagnoseOptions, diagnose
 from aiprof.diagnose.rules import CATEGORIES, HOST_SIDE
-from aiprof.trace import load_trace, load_traces
 
 TESTS = Path(__file__).parents[1]
-PUBLIC = TESTS.parents[1] / "shared" / "traces" / "public"
-PUBLIC_TRACES = sorted(PUBLIC.glob("*/*.json.gz")) if PUBLIC.is_dir() else []
+PUBLIC = REAL_TRACES  # AIPROF_PUBLIC_TRACES, ../shared/traces/public, else the shipped subset
+PUBLIC_TRACES = sorted(PUBLIC.glob("*/*.json.gz"))
 LARGE = {"df_index_resolver", "trace_diff"}
 H200 = sorted((TESTS / "data" / "h200").glob("*.trace.json.gz")) + [
     TESTS / "data" / "capture" / "h200_resnet50_run"  # a run record: aiprof run, GPU busy 91%
@@ -168,8 +169,6 @@ def test_healthy_suite_case_not_even_cpu_bound() -> None:
 
 def test_trace_set_merges_ranks_and_finds_the_straggler() -> None:
     folder = PUBLIC / "trace_filter"
-    if not folder.is_dir():
-        pytest.skip("public traces not present")
     result = diagnose(folder)
     assert result.num_ranks == 2
     categories = [f.category for f in result.findings]

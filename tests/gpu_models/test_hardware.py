@@ -6,6 +6,7 @@ import gzip
 import json
 
 import pytest
+from tests.conftest import require
 
 from aiprof.errors import InputError, UnsupportedDeviceError
 from aiprof.hardware import ARCHES, PRODUCTS, lookup, spec_from_device_properties
@@ -92,7 +93,7 @@ def test_amd_mi250_is_not_mistaken_for_hopper(public_traces):
 
 
 def test_a100_trace_properties_give_sm80_with_device_values(public_traces):
-    props = _device_properties(public_traces / "negative_queue_length_values_check" /
+    props = _device_properties(require(public_traces / "negative_queue_length_values_check") /
                                "rank0.json.gz")[0]
     spec = spec_from_device_properties(props)
     assert spec.arch.name == "sm_80" and spec.num_sms == props["numSms"] == 108

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import require
 
 from aiprof.gpu import kernel_occupancy, occupancy
 
@@ -60,7 +61,7 @@ def test_reproduces_kineto_estimates_on_public_traces(public_traces, name):
     from aiprof.gpu import kineto_estimate_pct, trace_kernel_occupancy
     from aiprof.gpu.trace_occupancy import trace_spec
 
-    trace = aiprof.load_trace(public_traces / name)
+    trace = aiprof.load_trace(require(public_traces / name))
     k = trace.kernels
     result = trace_kernel_occupancy(trace)
     spec = trace_spec(trace)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.conftest import require
 
 from aiprof.errors import InputError
 from aiprof.tensor.memtimeline import memory_timeline, trace_memory_timeline
@@ -70,7 +71,7 @@ def test_memory_timeline_by_hand() -> None:
 def test_memory_timeline_of_a_real_trace(public_traces) -> None:
     from aiprof.trace import load_trace
 
-    trace = load_trace(public_traces / "df_index_resolver" / "df_index_resolver.json.gz")
+    trace = load_trace(require(public_traces / "df_index_resolver" / "df_index_resolver.json.gz"))
     timeline = trace_memory_timeline(trace)
     mem = trace.memory
     gpu = (mem.device_type == 1) & (mem.device_id == 1)
@@ -89,7 +90,7 @@ def test_memtimeline_cli(public_traces, tmp_path, capsys) -> None:
 
     from aiprof.cli.main import main
 
-    path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
+    path = require(public_traces / "df_index_resolver" / "df_index_resolver.json.gz")
     plot = tmp_path / "mem.svg"
     assert main(["memtimeline", str(path), "--json", "--top", "3", "--plot", str(plot)]) == 0
     data = json.loads(capsys.readouterr().out)

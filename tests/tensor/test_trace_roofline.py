@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.conftest import require
 
 from aiprof.cli.main import main
 from aiprof.tensor.ceilings_model import ceilings_for_gpu
@@ -20,7 +21,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 def a100_trace(public_traces):
     from aiprof.trace import load_trace
 
-    return load_trace(public_traces / "negative_queue_length_values_check" / "rank0.json.gz")
+    return load_trace(require(public_traces / "negative_queue_length_values_check/rank0.json.gz"))
 
 
 def test_device_time_is_the_launched_work(a100_trace) -> None:
@@ -62,7 +63,7 @@ def test_trace_without_shapes_counts_every_op_as_uncosted(public_traces) -> None
 
 
 def test_cli_json_and_plot(public_traces, tmp_path, capsys) -> None:
-    path = public_traces / "negative_queue_length_values_check" / "rank0.json.gz"
+    path = require(public_traces / "negative_queue_length_values_check" / "rank0.json.gz")
     plot = tmp_path / "roof.svg"
     assert main(["roofline", str(path), "--json", "--plot", str(plot)]) == 0
     data = json.loads(capsys.readouterr().out)

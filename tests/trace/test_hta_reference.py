@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import require
 
 from aiprof import load_trace
 from aiprof.analysis.breakdown import hta_temporal_breakdown, temporal_breakdown
@@ -23,7 +24,7 @@ HTA_OUTPUTS = [
 @pytest.mark.parametrize("row", HTA_OUTPUTS, ids=lambda r: r[0])
 def test_hta_definition_reproduces_hta(public_traces: Path, row: tuple) -> None:
     name, kernel_time, idle, compute, non_compute = row
-    got = hta_temporal_breakdown(load_trace(public_traces / name))
+    got = hta_temporal_breakdown(load_trace(require(public_traces / name)))
     tolerance = 0.01 * kernel_time
     assert got.kernel_time_us == pytest.approx(kernel_time, abs=tolerance)
     assert got.idle_time_us == pytest.approx(idle, abs=tolerance)
@@ -33,7 +34,7 @@ def test_hta_definition_reproduces_hta(public_traces: Path, row: tuple) -> None:
 
 @pytest.mark.parametrize("row", HTA_OUTPUTS, ids=lambda r: r[0])
 def test_aiprof_breakdown_parts_sum_to_the_window(public_traces: Path, row: tuple) -> None:
-    b = temporal_breakdown(load_trace(public_traces / row[0]))
+    b = temporal_breakdown(load_trace(require(public_traces / row[0])))
     total = b.compute_us + b.communication_us + b.memory_us + b.idle_us
     assert total == pytest.approx(b.window_us, rel=1e-9)
     assert min(b.compute_us, b.communication_us, b.memory_us, b.idle_us) >= 0

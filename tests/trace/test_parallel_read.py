@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.conftest import require
 
 from aiprof import TraceFormatError, load_trace
 from aiprof.forked import map_forked
@@ -48,7 +49,7 @@ def _write(path: Path, events: list[dict[str, object]]) -> Path:
 def test_split_read_equals_serial_read_on_a_real_trace(
     public_traces: Path, trace: str, parts: int
 ) -> None:
-    path = public_traces / trace
+    path = require(public_traces / trace)
     serial = load_trace(path, parts=1)
     assert_same_tables(serial, load_trace(path, parts=parts))
 
@@ -124,7 +125,7 @@ def _total(values: np.ndarray) -> int:
 
 
 def test_gzip_size_estimate_reads_the_recorded_length(public_traces: Path) -> None:
-    path = public_traces / "df_index_resolver" / "df_index_resolver.json.gz"
+    path = require(public_traces / "df_index_resolver" / "df_index_resolver.json.gz")
     import gzip
 
     assert split.json_bytes(path) == len(gzip.decompress(path.read_bytes()))

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import DATA, PUBLIC_TRACES
+from tests.conftest import DATA, REAL_TRACES, require
 from tests.trace.reference import independent_counts
 
 from aiprof import load_trace
 from aiprof.cli.main import main
 
-PUBLIC = sorted(PUBLIC_TRACES.glob("*/*.json.gz")) if PUBLIC_TRACES.is_dir() else []
+PUBLIC = sorted(REAL_TRACES.glob("*/*.json.gz"))
 RECORDED_ON_H200 = sorted((DATA / "h200").glob("*.json.gz"))  # torch 2.11, CUDA 13, 2026-11-30
 FILES = PUBLIC + RECORDED_ON_H200
 
@@ -77,7 +77,8 @@ def test_kernel_launch_args_and_collective_args_are_columns(public_traces: Path)
 
 
 def test_ns_resolution_keeps_sub_microsecond_timestamps(public_traces: Path) -> None:
-    path = public_traces / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    name = "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    path = require(public_traces / name)
     trace = load_trace(path)
     absolute = trace.kernels.ts_us + trace.origin_us
     fractions = absolute - np.floor(absolute)

@@ -45,6 +45,18 @@ def _is_python(word: str) -> bool:
     return Path(word).name.startswith("python")
 
 
+LAUNCHER_SCRIPTS = frozenset({"torchrun"})
+LAUNCHER_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
+"""Launchers start the ranks in other processes: profiling the launcher would record none."""
+
+
+def _launcher_refusal(launcher: str) -> str:
+    return (f"aiprof run profiles a Python script, not the launcher {launcher!r} (its ranks "
+            "are other processes): use 'aiprof run --nproc N -- python train.py ...', or put "
+            "aiprof inside your launcher: 'torchrun --nproc-per-node N -m aiprof.cli.main run "
+            "-- train.py ...'")
+
+
 def parse_target(command: Sequence[str]) -> Target:
     """Read ``[python] script.py args`` or ``[python] -m module args``; check the script exists."""
     words = list(command)
@@ -57,7 +69,11 @@ def parse_target(command: Sequence[str]) -> Target:
     if words[0] == "-m":
         if len(words) < 2:
             raise InputError("'-m' needs a module name, e.g. 'aiprof run -- python -m pkg.train'")
+        if words[1] in LAUNCHER_MODULES:
+            raise InputError(_launcher_refusal(f"python -m {words[1]}"))
         return Target("module", words[1], (words[1], *words[2:]))
+    if Path(words[0]).name in LAUNCHER_SCRIPTS:
+        raise InputError(_launcher_refusal(words[0]))
     if words[0].startswith("-"):
         raise InputError(f"unsupported interpreter option {words[0]!r}; only '-m module' is "
                          "supported")

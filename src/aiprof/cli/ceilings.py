@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.measure.tensor.ceilings import measure_ceilings
     measured = measure_ceilings(quick=args.quick, repeats=args.repeats)
     if args.save is not None:
-        target = args.save / "ceilings.json" if args.save.is_dir() else args.save
+        from aiprof.record.runrecord import CEILINGS_FILE, resolve_run_dir
+
+        target = resolve_run_dir(args.save) / CEILINGS_FILE if args.save.is_dir() else args.save
         save_ceilings(measured.ceilings, target)
     if args.json:
         print(dumps(measured))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US
 from aiprof.errors import InputError
 
@@ -18,19 +19,20 @@ def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
                              "record's ceilings.json, else the datasheet of the trace's GPU")
 
 
-def read_ceilings(args: argparse.Namespace) -> Any:
-    """The ``--ceilings`` file, else ``ceilings.json`` beside a run record's traces, else None."""
+def read_ceilings(args: argparse.Namespace, target: Any) -> Any:
+    """The ``--ceilings`` file, else ``ceilings.json`` beside a run record's traces, else None.
+
+    ``target`` is the resolved ``aiprof.record.targets.Target``."""
     from aiprof.tensor.ceilings_model import load_ceilings
 
     if args.ceilings is not None:
         return load_ceilings(args.ceilings)
-    beside = Path(args.target) / "ceilings.json"
-    return load_ceilings(beside) if beside.is_file() else None
+    beside = target.ceilings_file
+    return load_ceilings(beside) if beside is not None else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="TRACE_OR_RUN",
-                        help="a trace file, a directory of rank traces, or a run record")
+    add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the aiprof.diagnosis/1 JSON")
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
                         help="drop findings whose estimated gain is below PCT (default 1)")
@@ -61,13 +63,15 @@ def profiler_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions, diagnose
+    from aiprof.record.targets import load_traces, resolve
     from aiprof.report.diagnose_terminal import render_diagnosis
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
 
-    options = DiagnoseOptions(min_gain_pct=args.min_gain, ceilings=read_ceilings(args),
+    target = resolve(args.target)
+    options = DiagnoseOptions(min_gain_pct=args.min_gain, ceilings=read_ceilings(args, target),
                               **profiler_options(args))
-    result = diagnose(args.target, options)
+    result = diagnose(load_traces(args.target), options)
     if args.json:
         print(dumps(result.document()))
     else:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "traces", nargs="+", help="a run directory, a directory of per-rank traces, or trace files"
-    )
+    add_target_argument(parser, "traces", many=True)
     parser.add_argument("--step-annotation", help="annotation name that marks a step")
     parser.add_argument(
         "--straggler-wait-pct",
@@ -31,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.analysis import DistributedOptions, analyze_distributed
+    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
-    from aiprof.trace import load_traces
 
     traces = load_traces(args.traces, step_annotation=args.step_annotation)
     options = DistributedOptions(

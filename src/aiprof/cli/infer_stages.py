@@ -10,9 +10,23 @@ from aiprof.cli._command import Command
 DEFAULT_MODEL = "aiprof.measure.inference.demo_models:small_cnn"
 
 
+def _image_shape(text: str) -> tuple[int, int, int]:
+    from aiprof.cli.batching import _ints
+
+    shape = _ints(text)
+    if len(shape) != 3 or shape[0] != 3 or min(shape) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an RGB image shape 3,H,W (the pipeline decodes color images)")
+    return (shape[0], shape[1], shape[2])
+
+
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL, metavar="MODULE:FACTORY",
                         help="image classifier taking Nx3xHxW (default: a small built-in CNN)")
+    parser.add_argument("--input-shape", type=_image_shape, default=(3, 224, 224),
+                        metavar="3,H,W",
+                        help="the image the model takes, channels first (default 3,224,224): "
+                             "decoded images are resized to H x W")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--iters", type=int, default=10)
@@ -46,9 +60,10 @@ def _run(args: argparse.Namespace) -> int:
     from aiprof.measure.inference.stages import run_stages
     from aiprof.report.jsonout import dumps
 
-    model, _ = load_model(args.model, input_shape=(3, 224, 224))
+    model, _ = load_model(args.model, input_shape=args.input_shape)
     report = run_stages(model, device=args.device, batch_size=args.batch_size,
-                        iters=args.iters, warmup=args.warmup)
+                        input_hw=(args.input_shape[1], args.input_shape[2]),
+                        iters=args.iters, warmup=args.warmup, model_name=args.model)
     if args.json:
         print(dumps({"schema": "aiprof.infer_stages/1", "report": report}))
     else:

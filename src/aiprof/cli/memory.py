@@ -44,9 +44,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+ACTIVATION_SHAPE = ("layers", "hidden", "heads", "seq")
+"""The model sizes the activation estimate needs; without them activations are not counted."""
+
+
+def _missing_shape(args: argparse.Namespace) -> list[str]:
+    """The activation sizes not given; an InputError when only some of them are."""
+    missing = [f"--{name}" for name in ACTIVATION_SHAPE if not getattr(args, name)]
+    if missing and len(missing) < len(ACTIVATION_SHAPE):
+        from aiprof.errors import InputError
+
+        raise InputError(f"activations need {', '.join(missing)} as well (or none of "
+                         f"--{', --'.join(ACTIVATION_SHAPE)} to leave activations out)")
+    return missing
+
+
 def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.memory import FSDP_STAGE, MemoryOptions, estimate_memory
     from aiprof.report.jsonout import dumps
+
+    missing = _missing_shape(args)
+    note = (f"activations not counted: give {', '.join(missing)} (and --micro-batch) to "
+            "estimate them" if missing else "")
 
     stage = FSDP_STAGE[args.fsdp] if args.fsdp else args.zero
     options = MemoryOptions(
@@ -73,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         for s in range(4)
     }
     if args.json:
-        print(dumps({**dataclasses.asdict(estimate), "total_gb_per_gpu_by_zero_stage": per_stage}))
+        print(dumps({**dataclasses.asdict(estimate), "total_gb_per_gpu_by_zero_stage": per_stage,
+                     "activations_counted": not missing, "notes": [note] if note else []}))
         return 0
     from aiprof.report.distributed_terminal import simple_table
 
@@ -82,13 +102,17 @@ def run(args: argparse.Namespace) -> int:
         ("gradients (GB)", f"{estimate.grads_gb_per_gpu:.3f}"),
         ("optimizer states (GB)", f"{estimate.optimizer_gb_per_gpu:.3f}"),
         ("model states (GB)", f"{estimate.model_states_gb_per_gpu:.3f}"),
-        ("activations (GB)", f"{estimate.activations_gb_per_gpu:.3f}"),
-        ("total (GB)", f"{estimate.total_gb_per_gpu:.3f}"),
+        ("activations (GB)",
+         "not counted" if missing else f"{estimate.activations_gb_per_gpu:.3f}"),
+        ("total (GB)" + (", without activations" if missing else ""),
+         f"{estimate.total_gb_per_gpu:.3f}"),
     ]
     rows += [(f"total with ZeRO-{s} (GB)", f"{per_stage[f'zero{s}']:.3f}") for s in range(4)]
     simple_table(
         f"memory per GPU: {args.params:g} parameters, ZeRO-{stage}, {args.gpus} GPUs", rows
     )
+    if note:
+        print(f"note: {note}")
     return 0
 
 

@@ -6,10 +6,12 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_rank_argument, add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", type=Path, help="a trace recorded with profile_memory=True")
+    add_target_argument(parser, "trace")
+    add_rank_argument(parser)
     parser.add_argument("--device", type=int, help="device id (default: the busiest GPU)")
     parser.add_argument("--top", type=int, default=10, help="largest blocks at the peak to list")
     parser.add_argument("--plot", type=Path, help="write the allocated-memory timeline (SVG)")
@@ -18,13 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
+    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
     from aiprof.tensor.memtimeline import trace_memory_timeline
-    from aiprof.trace import load_trace
 
     if args.top < 1:
         raise InputError(f"--top must be at least 1 (got {args.top})")
-    timeline = trace_memory_timeline(load_trace(args.trace), args.device, top=args.top)
+    trace, _ = load_rank(args.trace, args.rank)
+    timeline = trace_memory_timeline(trace, args.device, top=args.top)
     if args.plot is not None:
         from aiprof.report.svg import Series, line_chart
 

@@ -25,7 +25,8 @@ def parse_bytes(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", default=None,
-                        help="sm_90, 9.0, a product (H100 SXM), 'textbook' for the chapter's SM; "
+                        help="sm_90, 9.0, a product (H100 SXM), or 'textbook' for an idealized "
+                             "SM (2048 threads, 16 blocks, 64K registers, 48 KB shared memory); "
                              "default: this machine's GPU")
     parser.add_argument("--block-size", type=int, required=True, help="threads per block")
     parser.add_argument("--registers", type=int, default=32, help="registers per thread")

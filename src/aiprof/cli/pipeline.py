@@ -20,8 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stage-time-us",
         type=float,
-        default=0.0,
-        help="forward+backward of one micro-batch on one stage (for step time)",
+        help="forward+backward of one micro-batch on one stage, for the step time (default: the "
+        "slowest stage of the --layers split; without either no step time is given)",
     )
     parser.add_argument(
         "--layers", type=int, help="split this many identical layers (see --layer-*)"
@@ -91,20 +91,21 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.partition import partition_layers
     from aiprof.report.jsonout import dumps
 
-    bubbles = []
-    for schedule in SCHEDULES:
-        if schedule == "interleaved" and args.microbatches % args.stages != 0:
-            continue
-        bubbles.append(
-            pipeline_bubble(
-                schedule, args.stages, args.microbatches, args.chunks, args.stage_time_us
-            )
-        )
     costs = _costs(args)
     split = None
     if costs is not None:
         cap = math.inf if args.memory_cap_gb is None else args.memory_cap_gb * 1e9
         split = partition_layers(costs, args.stages, args.microbatches, cap)
+    stage_time_us = args.stage_time_us
+    if stage_time_us is None:  # the split's slowest stage sets the pace of every micro-batch
+        stage_time_us = split.max_stage_time_us if split is not None else 0.0
+    bubbles = []
+    for schedule in SCHEDULES:
+        if schedule == "interleaved" and args.microbatches % args.stages != 0:
+            continue
+        bubbles.append(
+            pipeline_bubble(schedule, args.stages, args.microbatches, args.chunks, stage_time_us)
+        )
     volume = _tp_volume(args, split)
     if args.json:
         print(

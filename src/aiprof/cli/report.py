@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 from aiprof.cli.diagnose import (
     add_ceilings_argument,
     add_profiler_arguments,
@@ -15,8 +16,7 @@ from aiprof.cli.diagnose import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="TRACE_OR_RUN",
-                        help="a trace file, a directory of rank traces, or a run record")
+    add_target_argument(parser)
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                         help="where to write the HTML file (default: report.html)")
     parser.add_argument("--json", action="store_true",
@@ -29,12 +29,13 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
+    from aiprof.record.targets import load_traces, resolve
     from aiprof.report.html import render_report
     from aiprof.report.jsonout import dumps
-    from aiprof.trace import load_traces
 
-    options = DiagnoseOptions(ceilings=read_ceilings(args), **profiler_options(args))
-    title = f"aiprof report: {Path(args.target).name}"
+    target = resolve(args.target)
+    options = DiagnoseOptions(ceilings=read_ceilings(args, target), **profiler_options(args))
+    title = f"aiprof report: {target.path.name}"
     data = report_data(load_traces(args.target), title, options)
     try:
         args.output.write_text(render_report(data), encoding="utf-8")

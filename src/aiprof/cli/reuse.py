@@ -1,4 +1,4 @@
-"""``aiprof reuse conv|gemm``: the chapter's data-reuse factors and a cache-sized GEMM tile."""
+"""``aiprof reuse conv|gemm``: data-reuse factors of a convolution and a cache-sized GEMM tile."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="reuse",
-    help="data reuse of a convolution, cache-sized GEMM tiling (chapter 33.2 formulas)",
+    help="how often a convolution reuses each input and weight; a GEMM tile that fits a cache",
     add_arguments=add_arguments,
     run=run,
     order=44,

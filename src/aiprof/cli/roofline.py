@@ -6,14 +6,12 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
-
-CEILINGS_FILE = "ceilings.json"
-"""A run record's measured ceilings (``aiprof ceilings --save RUN/ceilings.json``)."""
+from aiprof.cli._targets import add_rank_argument, add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="a trace file (.json/.json.gz) or a run record directory")
-    parser.add_argument("--rank", type=int, default=0, help="rank of a run record (default 0)")
+    add_target_argument(parser, "source")
+    add_rank_argument(parser)
     parser.add_argument("--gpu", help="roofs of this GPU from the hardware database (e.g. H100)")
     parser.add_argument(
         "--ceilings", type=Path, help="measured roofs from 'aiprof ceilings --save FILE'"
@@ -34,26 +32,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
+    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
-    from aiprof.tensor.ceilings_model import ceilings_for_gpu, load_ceilings
+    from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu, load_ceilings
     from aiprof.tensor.trace_roofline import trace_roofline
 
-    trace, run_ceilings = _load(Path(args.source), args.rank)
+    trace, target = load_rank(args.source, args.rank)
+    ceilings: Ceilings | None
     if args.ceilings is not None:
         ceilings = load_ceilings(args.ceilings)
     elif args.gpu:
         ceilings = ceilings_for_gpu(args.gpu)
     else:
-        ceilings = run_ceilings
+        ceilings = load_ceilings(target.ceilings_file) if target.ceilings_file else None
     if args.top < 1:
         raise InputError(f"--top must be at least 1 (got {args.top})")
     result = trace_roofline(trace, ceilings, allow_tf32=args.tf32)
-    source = Path(args.source)
-    if args.plot is None and source.is_dir():
-        from aiprof.record.runrecord import resolve_run_dir
-
-        args.plot = resolve_run_dir(source) / "roofline.svg"
+    if args.plot is None and target.run_dir is not None:
+        args.plot = target.run_dir / "roofline.svg"
     if args.plot is not None:
         from aiprof.report.roofline_svg import roofline_svg
 
@@ -81,23 +78,6 @@ def run(args: argparse.Namespace) -> int:
             f"NCHW<->NHWC conversion kernels in the trace: {lints.conversion_kernels_us:,.1f} µs"
         )
     return 0
-
-
-def _load(source: Path, rank: int):  # type: ignore[no-untyped-def]
-    from aiprof.tensor.ceilings_model import load_ceilings
-    from aiprof.trace import load_trace
-
-    if not source.is_dir():
-        return load_trace(source), None
-    from aiprof.record.runrecord import load_run
-
-    record = load_run(source)
-    if record.traces is None:
-        from aiprof.errors import InputError
-
-        raise InputError(f"run record {source} holds no trace")
-    measured = record.path / CEILINGS_FILE
-    return record.traces.rank(rank), load_ceilings(measured) if measured.is_file() else None
 
 
 COMMAND = Command(

@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_rank_argument, add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "trace", help="a trace of one rank (file, or a run directory: rank 0 is used)"
-    )
+    add_target_argument(parser, "trace")
+    add_rank_argument(parser)
     parser.add_argument("--ranks", default="2-64", help="rank counts: '2,4,8' or '2-64' (default)")
     parser.add_argument(
         "--params", type=float, help="parameters (else: the trace's all-reduce bytes)"
@@ -26,7 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (default 25)"
     )
-    parser.add_argument("--link", default="nvlink", help="link preset (default nvlink)")
+    parser.add_argument("--link", help="a link preset (nvlink, ...) instead of the link the "
+                        "trace's own all-reduces measured (the default; nvlink when the trace "
+                        "has none)")
     parser.add_argument(
         "--from-bench", type=Path, help="α/β fitted by 'aiprof comm bench --output'"
     )
@@ -37,10 +39,11 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.cli.comm import _measured_link
     from aiprof.distributed.links import link_preset
     from aiprof.distributed.scaling import inputs_from_trace, parse_ranks, predict_scaling
+    from aiprof.distributed.trace_link import trace_link
+    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
-    from aiprof.trace import load_traces
 
-    trace = load_traces(args.trace)[0]
+    trace, _ = load_rank(args.trace, args.rank)
     inputs = inputs_from_trace(
         trace,
         params=args.params,
@@ -48,13 +51,31 @@ def run(args: argparse.Namespace) -> int:
         backward_share=args.backward_share,
     )
     measured = args.from_bench is not None
-    link = _measured_link(args.from_bench, "allreduce") if measured else link_preset(args.link)
+    ring_only = measured
+    if measured:
+        link = _measured_link(args.from_bench, "allreduce")
+        source = f"link: fitted by 'aiprof comm bench' ({args.from_bench})"
+    elif args.link:
+        link = link_preset(args.link)
+        source = (f"link: the {link.name} preset (α {link.alpha_us:g} µs, "
+                  f"{link.bandwidth_gbps:g} GB/s), given with --link, not measured")
+    else:
+        found = trace_link(trace)
+        if found is not None:
+            link, ring_only = found.link, True
+            source = f"link: {found.how}"
+        else:
+            link = link_preset("nvlink")
+            source = (f"link: the nvlink preset (α {link.alpha_us:g} µs, "
+                      f"{link.bandwidth_gbps:g} GB/s), assumed: the trace has no sized "
+                      "all-reduce at two or more ranks (give --link or --from-bench)")
     report = predict_scaling(
         inputs,
         parse_ranks(args.ranks),
         link,
         bucket_bytes=int(args.bucket_mb * 1024 * 1024),
-        ring_only=measured,
+        ring_only=ring_only,
+        link_source=source,
     )
     if args.json:
         print(dumps(report))

@@ -5,15 +5,11 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "targets",
-        nargs="+",
-        metavar="TRACE_OR_DIR",
-        help="trace files (.json/.json.gz), directories of rank traces, or runs",
-    )
+    add_target_argument(parser, "targets", many=True)
     parser.add_argument("--json", action="store_true", help="print the aiprof.summary/1 JSON")
     parser.add_argument(
         "--step-annotation",
@@ -24,11 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.summary import summary
+    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
     from aiprof.report.summary_json import summary_document
     from aiprof.report.summary_terminal import render_summaries
     from aiprof.report.terminal import console
-    from aiprof.trace import load_traces
 
     traces = load_traces(args.targets, step_annotation=args.step_annotation)
     summaries = summary(traces)

@@ -122,6 +122,6 @@ def _as_trace_set(target: Trace | TraceSet | str | os.PathLike[str]) -> TraceSet
         return target
     if isinstance(target, Trace):
         return TraceSet((target,), "single trace")
-    from aiprof.trace import load_traces
+    from aiprof.record.targets import load_traces
 
     return load_traces(target)

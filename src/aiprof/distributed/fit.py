@@ -37,6 +37,11 @@ class AlphaBetaFit:
     """1/β of one link (the bus bandwidth the fit implies)."""
     max_rel_error_pct: float
     """Largest |model − measured| / measured over the fitted points."""
+    floor_us: float = 0.0
+    """Measured time of the smallest message in the window: the latency the data shows."""
+    alpha_clamped: bool = False
+    """The unconstrained fit gave a negative A, so A was held at 0: α is not resolved by this
+    window (large messages dominate it); ``floor_us`` is the measured small-message time."""
 
     def link(self) -> LinkParams:
         """The fit as a link, named ``measured``."""
@@ -82,7 +87,8 @@ def fit_alpha_beta(
         )
     design = np.column_stack([np.ones_like(sizes), sizes]) / times[:, None]
     (intercept, slope), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
-    if intercept < 0:  # a latency cannot be negative: refit through the origin
+    clamped = bool(intercept < 0)
+    if clamped:  # a latency cannot be negative: refit through the origin
         intercept = 0.0
         (slope,), *_ = np.linalg.lstsq(design[:, 1:], np.ones_like(times), rcond=None)
     if slope <= 0:
@@ -100,6 +106,8 @@ def fit_alpha_beta(
         alpha_us=float(intercept / steps),
         bandwidth_gbps=float(factor / slope / 1000.0),
         max_rel_error_pct=float(np.max(np.abs(predicted - times) / times) * 100.0),
+        floor_us=float(times[sizes == sizes.min()].min()),
+        alpha_clamped=clamped,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,10 @@ class ScalingInputs:
     grad_bytes: float
     """Bytes all-reduced per step."""
     grad_bytes_source: str
+    measured_ranks: int = 0
+    """World size of the measured rank's job (0: unknown or one rank)."""
+    measured_allreduce_us: float = 0.0
+    """All-reduce kernel time per step the trace measured at ``measured_ranks``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +64,11 @@ class ScalingReport:
     link: LinkParams
     bucket_bytes: int
     points: list[ScalingPoint]
+    assumptions: list[str] = field(default_factory=list)
+    """Every assumption the prediction rests on, in words (the link's source first)."""
+    model_at_measured_us: float = 0.0
+    """The model's all-reduce time per step at the trace's own rank count, to compare with
+    ``inputs.measured_allreduce_us`` (0 when the trace ran on one rank)."""
 
 
 def predict_scaling(
@@ -68,8 +77,10 @@ def predict_scaling(
     link: LinkParams,
     bucket_bytes: int = DDP_BUCKET_BYTES,
     ring_only: bool = False,
+    link_source: str = "",
 ) -> ScalingReport:
-    """Step time, efficiency and speed-up at each rank count."""
+    """Step time, efficiency and speed-up at each rank count; ``link_source`` says where the
+    link's α and β come from (the first of the report's assumptions)."""
     if inputs.base_step_us <= 0 or inputs.backward_us < 0 or inputs.grad_bytes < 0:
         raise InputError(
             "need a positive step time and non-negative backward time and gradient bytes"
@@ -79,6 +90,11 @@ def predict_scaling(
     full, rest = divmod(int(inputs.grad_bytes), bucket_bytes)
     sizes = [bucket_bytes] * full + ([rest] if rest else [])
     algorithms = ("ring",) if ring_only else None
+
+    def comm_us(n: int) -> float:
+        return float(sum(model_collective("allreduce", s, n, link, algorithms).time_us
+                         for s in sizes))
+
     points = []
     for n in ranks:
         times = [model_collective("allreduce", s, n, link, algorithms).time_us for s in sizes]
@@ -96,8 +112,19 @@ def predict_scaling(
                 speedup=n * eff,
             )
         )
+    assumptions = [
+        link_source or f"link: {link.name} (α {link.alpha_us:g} µs, {link.bandwidth_gbps:g} GB/s)",
+        "weak scaling: the per-GPU batch and the compute per step stay as measured",
+        f"gradients: {inputs.grad_bytes_source}, all-reduced in DDP buckets of "
+        f"{bucket_bytes / 2**20:g} MiB, each hidden under the rest of backward but the last",
+        f"backward is {inputs.backward_us / 1e3:.2f} ms of the step's compute (--backward-share)",
+        "algorithm: " + ("ring only (the fit is a ring model)" if ring_only
+                         else "the fastest the model knows per bucket (ring, tree)"),
+    ]
+    at_measured = comm_us(inputs.measured_ranks) if inputs.measured_ranks >= 2 else 0.0
     return ScalingReport(
-        schema=SCHEMA, inputs=inputs, link=link, bucket_bytes=bucket_bytes, points=points
+        schema=SCHEMA, inputs=inputs, link=link, bucket_bytes=bucket_bytes, points=points,
+        assumptions=assumptions, model_at_measured_us=at_measured,
     )
 
 
@@ -138,11 +165,15 @@ def inputs_from_trace(
             raise InputError(f"{trace.path}: no sized all-reduce in the trace; give --params")
         grad = float(calls.num_bytes[rows].sum()) / max(len(per_step), 1)
         source = f"all-reduces in the trace ({len(rows)} calls over {len(per_step)} steps)"
+    info = trace.distributed
+    allreduce = [i for i, k in enumerate(calls.kind) if k == "allreduce"]
     return ScalingInputs(
         base_step_us=max(step_us - exposed, 1e-9),
         backward_us=backward_share * compute,
         grad_bytes=grad,
         grad_bytes_source=source,
+        measured_ranks=int(info.world_size) if info is not None and info.world_size else 0,
+        measured_allreduce_us=float(calls.dur_us[allreduce].sum()) / max(len(per_step), 1),
     )
 
 

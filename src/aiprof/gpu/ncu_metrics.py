@@ -40,6 +40,8 @@ class StallReason:
     """What the warp waits for."""
     fix: str
     """What usually helps."""
+    fix_without_conflicts: str = ""
+    """The fix when the kernel measured no shared-memory bank conflicts (else ``fix``)."""
 
 
 STALLS = (
@@ -49,13 +51,17 @@ STALLS = (
                 "balance work between warps; use smaller blocks or fewer barriers"),
     StallReason("membar", "waiting on a memory fence", "drop unneeded fences or use weaker scopes"),
     StallReason("short_scoreboard", "waiting for shared memory or special-math results",
-                "remove shared-memory bank conflicts; use fewer MUFU operations"),
+                "remove shared-memory bank conflicts; use fewer MUFU operations",
+                "fewer shared-memory loads or MUFU (special-math) operations per result "
+                "(no bank conflicts were measured)"),
     StallReason("wait", "fixed-latency dependency between instructions",
                 "more independent instructions per thread (ILP) or more warps"),
     StallReason("math_pipe_throttle", "the math pipe is busy",
                 "compute-bound: use tensor cores or lower precision"),
     StallReason("mio_throttle", "shared-memory/special-math queue full",
-                "fewer shared-memory instructions: wider (vector) accesses, fewer conflicts"),
+                "fewer shared-memory instructions: wider (vector) accesses, fewer conflicts",
+                "fewer shared-memory instructions: wider (vector) accesses (no bank conflicts "
+                "were measured)"),
     StallReason("lg_throttle", "local/global memory queue full",
                 "fewer, wider memory instructions (vectorize); avoid register spills to local"),
     StallReason("tex_throttle", "texture queue full", "fewer texture/surface fetches"),

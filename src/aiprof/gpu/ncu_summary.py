@@ -124,7 +124,10 @@ def _stalls(launch: NcuLaunch, top: int) -> tuple[Stall, ...]:
     found = [(launch.number(m.stall_metric(s.key)), s) for s in m.STALLS
              if s.key not in ("selected", "not_selected")]
     ranked = sorted(((v, s) for v, s in found if v), key=lambda p: -p[0])[:top]
-    return tuple(Stall(reason=s.key, cycles_per_issue=v, meaning=s.meaning, fix=s.fix)
+    no_conflicts = _sum(launch, m.BANK_CONFLICTS) == 0
+    return tuple(Stall(reason=s.key, cycles_per_issue=v, meaning=s.meaning,
+                       fix=s.fix_without_conflicts if no_conflicts and s.fix_without_conflicts
+                       else s.fix)
                  for v, s in ranked)
 
 

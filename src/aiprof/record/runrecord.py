@@ -6,6 +6,7 @@ Layout of one record (``runs/<name>-<timestamp>/``, with ``runs/latest`` linking
     rank<N>.trace.json.gz  the PyTorch profiler (Kineto) trace of rank N
     gpu_samples.csv        NVML samples, one row per (time, device); see SAMPLE_COLUMNS
     stdout.log             what the script printed (rank 0; rank N writes rank<N>.stdout.log)
+    ceilings.json          measured roofs, when 'aiprof ceilings --save RUN' wrote them
 
 Reading never needs torch or a GPU. Older schema versions load: a field missing from an
 old ``meta.json`` takes its default, and no field changes meaning between versions.
@@ -34,6 +35,8 @@ META_FILE = "meta.json"
 SAMPLES_FILE = "gpu_samples.csv"
 STDOUT_FILE = "stdout.log"
 LATEST_LINK = "latest"
+CEILINGS_FILE = "ceilings.json"
+"""Measured ceilings saved into a record by ``aiprof ceilings --save RUN``."""
 
 SAMPLE_COLUMNS: tuple[str, ...] = (
     "time_unix_ns",
@@ -54,6 +57,22 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
 def trace_file_name(rank: int) -> str:
     """File name of rank ``rank``'s trace inside a run record."""
     return f"rank{rank}.trace.json.gz"
+
+
+def rank_trace_paths(run_dir: Path) -> tuple[Path, ...]:
+    """The rank traces of a run record (``rank<N>.trace.json[.gz]``), sorted by rank."""
+
+    def rank_of(path: Path) -> int:
+        digits = path.name[len("rank"):].split(".", 1)[0]
+        return int(digits) if digits.isdigit() else -1
+
+    found = [p for p in run_dir.glob("rank*.trace.json*") if p.name.endswith((".json", ".gz"))]
+    return tuple(sorted(found, key=lambda p: (rank_of(p), p.name)))
+
+
+def record_files(run_dir: Path) -> list[str]:
+    """Names of the files in a run record (hidden claim and temporary files left out)."""
+    return sorted(path.name for path in run_dir.iterdir() if not path.name.startswith("."))
 
 
 def stdout_file_name(rank: int) -> str:
@@ -207,10 +226,10 @@ def load_run(path: str | Path) -> RunRecord:
     """Load a run record (meta, traces via ``load_traces``, samples as numpy columns)."""
     run_dir = resolve_run_dir(path)
     meta = read_meta(run_dir)
-    trace_paths = tuple(sorted(run_dir.glob("rank*.trace.json*")))
+    trace_paths = rank_trace_paths(run_dir)
     traces = None
     if trace_paths:
-        from aiprof.trace import load_traces
+        from aiprof.record.targets import load_traces
 
-        traces = load_traces(list(trace_paths))
+        traces = load_traces(run_dir)
     return RunRecord(run_dir, meta, traces, read_samples(run_dir / SAMPLES_FILE), trace_paths)

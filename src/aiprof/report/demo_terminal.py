@@ -9,7 +9,8 @@ from rich.console import Console
 from aiprof.trace import Trace, TraceSet
 
 
-def render_demo_diagnosis(console: Console, trace: Trace, report_path: Path) -> Path:
+def render_demo_diagnosis(console: Console, trace: Trace, report_path: Path,
+                          *, say_where: bool = True) -> Path:
     """Print the diagnosis of ``trace`` and write its report to ``report_path``."""
     from aiprof.diagnose.report_data import report_data
     from aiprof.report.diagnose_terminal import render_diagnosis
@@ -18,5 +19,6 @@ def render_demo_diagnosis(console: Console, trace: Trace, report_path: Path) -> 
     data = report_data(TraceSet((trace,), "single trace"), f"aiprof demo: {Path(trace.path).name}")
     render_diagnosis(console, data.diagnosis)
     report_path.write_text(render_report(data), encoding="utf-8")
-    console.print(f"HTML report written to {report_path}")
+    if say_where:
+        console.print(f"HTML report written to {report_path}")
     return report_path

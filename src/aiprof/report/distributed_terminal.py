@@ -69,13 +69,21 @@ def render_comm_bench(result: Any) -> None:
 
 
 def _render_fits(title: str, rows: list[Any]) -> None:
-    fits = _table(title, ("collective", "sizes", "α (µs)", "bandwidth (GB/s)", "max error (%)"),
-                  left=("collective",))
+    fits = _table(title, ("collective", "sizes", "α (µs)", "smallest measured (µs)",
+                          "bandwidth (GB/s)", "max error (%)"), left=("collective",))
     for f in rows:
         sizes = f"{format_bytes(f.fit_min_bytes)}..{format_bytes(f.fit_max_bytes)}"
-        fits.add_row(f.collective, sizes, f"{f.alpha_us:.2f}", f"{f.bandwidth_gbps:.3f}",
+        alpha = "0 (held)" if f.alpha_clamped else f"{f.alpha_us:.2f}"
+        fits.add_row(f.collective, sizes, alpha, f"{f.floor_us:,.1f}", f"{f.bandwidth_gbps:.3f}",
                      f"{f.max_rel_error_pct:.1f}")
     _print(fits)
+    for f in rows:
+        if f.alpha_clamped:
+            Console(stderr=True).print(
+                f"note: {f.collective} {format_bytes(f.fit_min_bytes)}..."
+                f"{format_bytes(f.fit_max_bytes)}: the least-squares latency came out negative "
+                f"and was held at 0, so α is not measured by this line; its smallest message "
+                f"took {f.floor_us:,.1f} µs (the protocol lines fit the small sizes apart)")
 
 
 def simple_table(title: str, rows: list[tuple[str, str]]) -> None:
@@ -91,13 +99,13 @@ def simple_table(title: str, rows: list[tuple[str, str]]) -> None:
 def render_pipeline(bubbles: list[Any], split: Any) -> None:
     """Bubble per schedule, then the stage split if one was asked for."""
     table = _table("pipeline bubble", ("schedule", "p", "m", "v", "bubble/ideal", "bubble/total",
-                                       "chapter p/m", "stage-0 activations (× 1 model·µbatch)",
+                                       "p/m estimate", "stage-0 activations (× 1 model·µbatch)",
                                        "step (µs)"), left=("schedule",))
     for b in bubbles:
         table.add_row(b.schedule, str(b.num_stages), str(b.num_microbatches), str(b.num_chunks),
                       f"{b.bubble_over_ideal:.3f}", f"{b.bubble_over_total:.3f}",
                       f"{b.textbook_ratio:.3f}", f"{b.activation_factor_stage0:.2f}",
-                      f"{b.step_time_us:,.0f}")
+                      f"{b.step_time_us:,.0f}" if b.step_time_us > 0 else "-")
     _print(table)
     if split is None:
         return
@@ -210,3 +218,10 @@ def render_scaling(report: Any) -> None:
         table.add_row(str(p.num_ranks), _ms(p.comm_us), _ms(p.exposed_comm_us),
                       _ms(p.step_time_us), f"{p.efficiency_pct:.1f}", f"{p.speedup:.2f}")
     _print(table)
+    console = Console()
+    if i.measured_ranks >= 2:
+        console.print(f"check: the trace measured {_ms(i.measured_allreduce_us)} ms of all-reduce "
+                      f"per step at {i.measured_ranks} ranks; the model gives "
+                      f"{_ms(report.model_at_measured_us)} ms there")
+    for assumption in report.assumptions:
+        console.print(f"assumed: {assumption}")

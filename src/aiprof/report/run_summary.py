@@ -8,7 +8,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from aiprof.record.runrecord import RunMeta
+from aiprof.record.runrecord import RunMeta, record_files
 
 
 def render_run_summary(run_dir: Path, meta: RunMeta, stream: TextIO) -> None:
@@ -16,7 +16,7 @@ def render_run_summary(run_dir: Path, meta: RunMeta, stream: TextIO) -> None:
     table = Table(title=f"run record {run_dir}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
-    files = sorted(path.name for path in run_dir.iterdir() if not path.name.startswith("."))
+    files = record_files(run_dir)
     capture = meta.capture
     steps = (
         f"{capture.get('num_steps_seen', 0)} seen ({capture.get('step_source') or 'none'}); "

@@ -16,11 +16,20 @@ def render_summaries(console: Console, summaries: list[RankSummary]) -> None:
         render_summary(console, s)
 
 
+def device_text(s: RankSummary) -> str:
+    """The GPU's name; a trace with GPU activity but no ``deviceProperties`` is not CPU-only."""
+    if s.device:
+        return s.device
+    if s.gpu_busy_pct > 0 or s.top_kernels:
+        return "a GPU, not named (the trace has no deviceProperties)"
+    return "none (CPU only)"
+
+
 def render_summary(console: Console, s: RankSummary) -> None:
     t = s.step_time
     console.print(
         f"[bold]rank {s.rank}[/bold]  {text(s.path)}\n"
-        f"device: {text(s.device or 'none (CPU only)')}   events: {s.num_events:,}   "
+        f"device: {text(device_text(s))}   events: {s.num_events:,}   "
         f"steps: {s.num_steps} (from {text(s.step_source)})\n"
         f"step time: mean {duration(t.mean_us)}, median {duration(t.median_us)}, "
         f"min {duration(t.min_us)}, max {duration(t.max_us)}   "

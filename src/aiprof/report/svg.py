@@ -17,6 +17,7 @@ from aiprof.errors import InputError
 # Colour-blind-safe palette (Okabe & Ito, "Color Universal Design", 2002).
 _PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 _MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_TOP, _MARGIN_BOTTOM = 70, 20, 40, 90
+_LEGEND_COLUMNS, _LEGEND_ROW = 3, 16  # legend entries per row; pixels between rows
 _FONT = 'font-family="sans-serif"'
 
 
@@ -150,8 +151,8 @@ def _legend_svg(series: Sequence[Series], left: float, top: float) -> list[str]:
     out = []
     for i, s in enumerate(series):
         color = _PALETTE[i % len(_PALETTE)]
-        col, row = i % 3, i // 3
-        lx, ly = left + col * 190, top + row * 16
+        col, row = i % _LEGEND_COLUMNS, i // _LEGEND_COLUMNS
+        lx, ly = left + col * 190, top + row * _LEGEND_ROW
         out.append(
             f'<rect x="{_fmt(lx)}" y="{_fmt(ly - 8)}" width="12" height="8" fill="{color}"/>'
         )
@@ -197,11 +198,14 @@ def line_chart(
     y_lo, y_hi = _range(ys, y_log)
     x = _Axis(x_lo, x_hi, x_log, _MARGIN_LEFT, width - _MARGIN_RIGHT)
     y = _Axis(y_lo, y_hi, y_log, height - _MARGIN_BOTTOM, _MARGIN_TOP)
+    legend_top = y.pixel_lo + 58
+    last_row = legend_top + (max(len(series), 1) - 1) // _LEGEND_COLUMNS * _LEGEND_ROW
+    total = max(height, math.ceil(last_row + 10))  # grow the page so no legend row is cut
     body = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
+        f'viewBox="0 0 {width} {total}" role="img">',
         f"<title>{escape(title)}</title>",
-        f'<rect width="{width}" height="{height}" fill="#fff"/>',
+        f'<rect width="{width}" height="{total}" fill="#fff"/>',
         f'<text x="{width / 2:g}" y="22" text-anchor="middle" font-size="15" {_FONT}>'
         f"{escape(title)}</text>",
         *_axes_svg(x, y),
@@ -212,6 +216,6 @@ def line_chart(
     ]
     for i, s in enumerate(series):
         body.extend(_series_svg(s, _PALETTE[i % len(_PALETTE)], x, y))
-    body.extend(_legend_svg(series, _MARGIN_LEFT, y.pixel_lo + 58))
+    body.extend(_legend_svg(series, _MARGIN_LEFT, legend_top))
     body.append("</svg>")
     return "\n".join(body) + "\n"

@@ -100,6 +100,20 @@ class Trace:
             if isinstance(value, Table):
                 yield f.name, value
 
+    def to_pandas(self, table: str) -> Any:
+        """One table (``"kernels"``, ``"cpu_ops"``, ...) as a pandas DataFrame, names resolved:
+        ``name_id`` becomes ``name`` (text), ``input_dims_id`` becomes ``input_dims`` (decoded
+        JSON). Needs pandas (``pip install pandas``)."""
+        from aiprof.trace.frames import table_frame
+
+        return table_frame(self, table)
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{name}={len(table):,}" for name, table in self.tables() if len(table))
+        device = self.device.name if self.device is not None else "no device properties"
+        return (f"Trace(path={self.path!r}, rank={self.rank}, {device}, "
+                f"events={self.num_events:,}, {sizes})")
+
     def shifted(self, delta_us: float) -> Trace:
         """The same trace with every timestamp moved by ``delta_us`` (origin moved back)."""
         if delta_us == 0:
@@ -127,6 +141,9 @@ class TraceSet:
 
     def __len__(self) -> int:
         return len(self.traces)
+
+    def __repr__(self) -> str:
+        return f"TraceSet(ranks={self.ranks}, alignment={self.alignment!r})"
 
     def __getitem__(self, index: int) -> Trace:
         return self.traces[index]

@@ -38,9 +38,6 @@ from aiprof.trace.tables import (
     Table,
 )
 
-TRACE_SUFFIXES = (".json", ".json.gz")
-LATEST_RUN = "latest"
-"""The link ``aiprof run`` keeps to its newest run record inside ``runs/``."""
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -58,7 +55,7 @@ def load_trace(
     core and per 64 MiB, at most 4). Raises ``TraceFormatError`` for anything unreadable.
     """
     file = Path(path)
-    if _kind(file) == "directory":
+    if path_kind(file) == "directory":
         raise TraceFormatError(f"{file}: is a directory (use load_traces for a directory)")
     builder = TableBuilder()
     try:
@@ -249,45 +246,7 @@ def _rank(file: Path, distributed: DistributedInfo | None) -> int:
     return int(match.group(1)) if match else 0
 
 
-def trace_files(target: str | os.PathLike[str]) -> list[Path]:
-    """The trace files of a path: itself if a file, else the ``*.json[.gz]`` files directly
-    inside (not in subdirectories, which may hold other runs); ``runs/`` means its latest run."""
-    path = Path(target)
-    if _kind(path) == "directory" and not (path / "meta.json").exists():
-        if (path / LATEST_RUN).exists():
-            path = (path / LATEST_RUN).resolve()  # a runs/ directory: its newest run record
-            _kind(path)
-    if path.is_file():
-        return [path]
-    try:
-        found = _traces_in(path.iterdir())
-    except OSError as error:
-        raise InputError(f"{path}: cannot list this directory: {error.strerror}") from None
-    if not found and (path / "meta.json").is_file():
-        raise InputError(f"{path}: this run record holds no trace ({_how_it_ended(path)})")
-    if not found:
-        raise InputError(
-            f"{path}: no trace files (*.json or *.json.gz) in this directory; "
-            "pass the trace files, or the directory that holds them"
-        )
-    return found
-
-
-def _how_it_ended(run_dir: Path) -> str:
-    """What a run record's ``meta.json`` says of its end, in a few words."""
-    try:
-        meta = msgspec.json.decode((run_dir / "meta.json").read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return "its meta.json is unreadable"
-    ended = meta.get("ended", "unknown") if isinstance(meta, dict) else "unknown"
-    if ended == "unknown":
-        return "ended: unknown; the run was killed, or is still running"
-    notes = meta.get("notes") if isinstance(meta, dict) else None
-    note = next((str(n) for n in notes or () if str(n).startswith("no trace")), "")
-    return f"ended: {ended}" + (f"; {note}" if note else "")
-
-
-def _kind(path: Path) -> str:
+def path_kind(path: Path) -> str:
     """ "file" or "directory"; anything else, or what cannot be read, is an ``InputError``."""
     try:
         mode = path.stat().st_mode
@@ -309,30 +268,34 @@ def _kind(path: Path) -> str:
     return kind
 
 
-def _traces_in(paths: Iterable[Path]) -> list[Path]:
-    return sorted(
-        p
-        for p in paths
-        if p.is_file() and p.name.endswith(TRACE_SUFFIXES) and p.name != "meta.json"
-    )
-
-
 def load_traces(
-    targets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     step_annotation: str | None = None,
     workers: int | None = None,
 ) -> TraceSet:
-    """Read several traces (files, directories of per-rank files, or a run directory).
+    """Read trace files (not directories) on a common clock; see ``read_traces``.
 
-    Ranks are read in parallel processes when there are several files (``workers``
-    processes, default: one per core). Their clocks are
-    put on a common zero: through ``baseTimeNanoseconds`` (wall clock) when every trace
-    has it, else by aligning each trace's first event (as HTA does).
+    Directories, run records and ``example:NAME`` are resolved by ``aiprof.load_traces``
+    (``aiprof.record.targets``), the one place that knows what a run directory holds.
     """
-    items = [targets] if isinstance(targets, (str, os.PathLike)) else list(targets)
-    files = [f for item in items for f in trace_files(item)]
-    traces = _read_all(files, step_annotation, workers)
+    items = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    for item in items:
+        if path_kind(Path(item)) == "directory":
+            raise InputError(f"{item}: is a directory; read it with aiprof.load_traces, which "
+                             "knows run records and directories of rank traces")
+    return read_traces([Path(item) for item in items], step_annotation=step_annotation,
+                       workers=workers)
+
+
+def read_traces(
+    files: Sequence[Path], *, step_annotation: str | None = None, workers: int | None = None
+) -> TraceSet:
+    """Read trace files, several ranks in parallel processes (``workers``, default one per
+    core), and put their clocks on a common zero: through ``baseTimeNanoseconds`` (wall clock)
+    when every trace has it, else by aligning each trace's first event (as HTA does).
+    """
+    traces = _read_all(list(files), step_annotation, workers)
     return align(traces)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from aiprof.errors import InputError
+from aiprof.factory import one_line
 from aiprof.measure.timing import Timing, is_cuda, time_calls
 
 # ImageNet channel statistics used by torchvision's ResNet weights (torchvision docs, "transforms").
@@ -106,7 +107,8 @@ def _stage(name: str, where: str, fn: Callable[[], Any], batch: int, device: str
 
 def run_stages(model: Any, *, device: str = "cpu", batch_size: int = 8,
                source_hw: tuple[int, int] = (480, 640), input_hw: tuple[int, int] = (224, 224),
-               warmup: int = 2, iters: int = 10, seed: int = 0) -> StagesReport:
+               warmup: int = 2, iters: int = 10, seed: int = 0,
+               model_name: str = "the model") -> StagesReport:
     """Time every stage of the pipeline for batches of ``batch_size`` images."""
     if batch_size < 1 or iters < 1:
         raise InputError("batch size and iterations must be at least 1")
@@ -121,8 +123,13 @@ def run_stages(model: Any, *, device: str = "cpu", batch_size: int = 8,
     pinned = host.pin_memory() if is_cuda(device) else host
     model = model.to(device).eval()
     on_device = host.to(device)
-    with torch.inference_mode():
-        logits = model(on_device)
+    try:
+        with torch.inference_mode():
+            logits = model(on_device)
+    except Exception as error:  # the user's model rejects the image batch: say so in one line
+        shape = "x".join(str(n) for n in on_device.shape)
+        raise InputError(f"{model_name} failed on a {shape} image batch ({one_line(error)}); "
+                         "give the image size it takes with --input-shape 3,H,W") from error
     logits = logits[0] if isinstance(logits, (tuple, list)) else logits
     plan = [
         ("decode", "host", lambda: [decode_one() for _ in range(batch_size)]),
