@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-import numpy as np
-
+from aiprof.analysis.kernel_view import KernelView
+from aiprof.analysis.ops import OpView
 from aiprof.analysis.queue import QueueResult
 
 QUEUE_SCHEMA = "aiprof.queue/1"
+OPS_SCHEMA = "aiprof.ops/1"
+KERNELS_SCHEMA = "aiprof.kernels/1"
 
 
 def plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -33,5 +35,26 @@ def queue_document(results: list[QueueResult], *, series: bool = False) -> dict[
     }
 
 
-def as_list(values: np.ndarray) -> list[Any]:
-    return values.tolist()
+def ops_document(views: list[OpView]) -> dict[str, Any]:
+    return {
+        "schema": OPS_SCHEMA,
+        "ranks": [
+            {"rank": v.rank, "path": v.path, "by_shape": v.by_shape,
+             "ops": [plain(r) for r in v.rows]}
+            for v in views
+        ],
+    }
+
+
+def kernels_document(views: list[KernelView]) -> dict[str, Any]:
+    return {
+        "schema": KERNELS_SCHEMA,
+        "ranks": [
+            {"rank": v.rank, "path": v.path, "kernel_us": v.kernel_us,
+             "tensor_core_us": v.tensor_core_us, "math_us": v.math_us,
+             "tensor_core_pct": v.tensor_core_pct,
+             "tensor_core_pct_of_math": v.tensor_core_pct_of_math,
+             "kernels": [plain(r) for r in v.rows]}
+            for v in views
+        ],
+    }
