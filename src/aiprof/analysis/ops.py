@@ -66,6 +66,7 @@ class OpView:
 class OpSpans:
     """Every CPU span of the view with its times (rows: ops, annotations, runtime calls)."""
 
+    ts_us: np.ndarray
     name_id: np.ndarray
     kind: np.ndarray  # index into KINDS
     shapes_id: np.ndarray  # Trace.json_texts id of Input Dims, -1 when absent
@@ -100,6 +101,7 @@ def op_spans(trace: Trace) -> OpSpans:
     shapes = np.concatenate([ops.input_dims_id, np.full(len(notes) + len(calls), -1)])
     kept_dur = np.where(keep, dur, 0.0)
     return OpSpans(
+        ts_us=ts[keep],
         name_id=name_id[keep],
         kind=kind[keep],
         shapes_id=shapes[keep],

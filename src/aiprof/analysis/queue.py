@@ -180,3 +180,11 @@ def _keys(device: np.ndarray, stream: np.ndarray) -> np.ndarray:
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def waiting(result: QueueResult) -> iv.Intervals:
+    """When at least one stream has launched work that has not started."""
+    parts = [
+        (s.ts_us[:-1][s.length[:-1] > 0], s.ts_us[1:][s.length[:-1] > 0]) for s in result.streams
+    ]
+    return iv.union_all(*parts) if parts else iv.EMPTY

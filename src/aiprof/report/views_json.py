@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from aiprof.analysis.diff import PARTS, TraceDiff
+from aiprof.analysis.diff_hta import HtaDiffRow
 from aiprof.analysis.kernel_view import KernelView
 from aiprof.analysis.ops import OpView
 from aiprof.analysis.queue import QueueResult
@@ -12,6 +14,7 @@ from aiprof.analysis.queue import QueueResult
 QUEUE_SCHEMA = "aiprof.queue/1"
 OPS_SCHEMA = "aiprof.ops/1"
 KERNELS_SCHEMA = "aiprof.kernels/1"
+DIFF_SCHEMA = "aiprof.diff/1"
 
 
 def plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -58,3 +61,26 @@ def kernels_document(views: list[KernelView]) -> dict[str, Any]:
             for v in views
         ],
     }
+
+
+def diff_document(diffs: list[TraceDiff]) -> dict[str, Any]:
+    return {
+        "schema": DIFF_SCHEMA,
+        "pairs": [
+            {
+                "a": {"path": d.a_path, **plain(d.a)},
+                "b": {"path": d.b_path, **plain(d.b)},
+                "delta_us": {p: d.delta_us(p) for p in ("step_us", *PARTS)},
+                "changes": [
+                    {**plain(c), "delta_total_us": c.delta_total_us, "a_mean_us": c.a_mean_us,
+                     "b_mean_us": c.b_mean_us}
+                    for c in d.changes
+                ],
+            }
+            for d in diffs
+        ],
+    }
+
+
+def hta_diff_document(rows: list[list[HtaDiffRow]]) -> dict[str, Any]:
+    return {"schema": DIFF_SCHEMA + "+hta", "pairs": [[plain(r) for r in p] for p in rows]}
