@@ -4,8 +4,9 @@ Run in a virtual environment holding ``HolisticTraceAnalysis==0.5.0``::
 
     python benchmarks/hta_views.py PUBLIC_TRACES_DIR tests/data/views/hta_0.5.0.json
 
-It writes, per public trace folder, HTA's queue length summary (per rank and stream), and on
-``trace_diff`` HTA's ``TraceDiff.compare_traces`` (first iteration, all devices). The tests
+It writes, per public trace folder, HTA's queue length summary (per rank and stream), on
+``trace_diff`` HTA's ``TraceDiff.compare_traces`` (first iteration, all devices), and on
+``critical_path`` HTA's critical path (its length, its edges by type and bound_by). The tests
 read the JSON only; they never import HTA.
 """
 
@@ -61,6 +62,39 @@ def trace_diff(control_dir: Path, test_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+CRITICAL_PATHS = [
+    # (file, annotation, instance): the windows HTA's own tests use on these files
+    ("benchmark_result_2869224_1695835535_trace.json.gz",
+     "[param|pytorch.model.alex_net|0|0|0|measure|forward]", 1),
+    ("event_sync_trace.json.gz", "", 0),
+]
+
+
+def critical_path(folder: Path, annotation: str, instance: int) -> dict[str, Any]:
+    from hta.trace_analysis import TraceAnalysis
+
+    analysis = TraceAnalysis(trace_dir=str(folder))
+    graph, ok = analysis.critical_path_analysis(rank=0, annotation=annotation,
+                                                instance_id=instance)
+    edges = graph.get_critical_path_breakdown()
+    edges["bound_by"] = edges["bound_by"].fillna("")
+    names = graph.trace_df.set_index("index")["s_name"] if "s_name" in graph.trace_df else None
+    return {
+        "ok": bool(ok),
+        "annotation": annotation,
+        "instance": instance,
+        "length_us": float(edges["duration"].sum()),
+        "num_edges": len(edges),
+        "by_bound_us": {str(k): float(v) for k, v in edges.groupby("bound_by").duration.sum().items()},
+        "by_type_us": {str(k): float(v) for k, v in edges.groupby("type").duration.sum().items()},
+        "events": sorted(
+            [str(names.loc[i]) if names is not None and i in names.index else "", float(d)]
+            for i, d in zip(edges["event_idx"], edges["duration"], strict=True)
+            if d > 0 and i == i
+        ),
+    }
+
+
 def main() -> int:
     warnings.simplefilter("ignore")
     public, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -74,6 +108,10 @@ def main() -> int:
     runs = public / "trace_diff"
     control, test = _alone(runs / "control.json.gz"), _alone(runs / "test.json.gz")
     result["trace_diff"] = trace_diff(control, test)
+    result["critical_path"] = {
+        file: critical_path(_alone(public / "critical_path" / file), annotation, instance)
+        for file, annotation, instance in CRITICAL_PATHS
+    }
     out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0
 

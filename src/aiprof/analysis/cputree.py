@@ -94,3 +94,10 @@ def span_tree(tid: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray) -> SpanTre
         ok = (k >= 0) & (tid[found] == tid[children])
         parent[children[ok]] = found[ok]
     return SpanTree(parent, depth)
+
+
+def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One int64 per (pid, tid) pair."""
+    _, pid_rank = np.unique(pid, return_inverse=True)
+    tids, tid_rank = np.unique(tid, return_inverse=True)
+    return (pid_rank.astype(np.int64) * max(len(tids), 1) + tid_rank).ravel()

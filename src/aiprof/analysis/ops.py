@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from aiprof.analysis.cputree import merge_repeats, span_tree
+from aiprof.analysis.cputree import merge_repeats, span_tree, thread_keys
 from aiprof.analysis.frames import data_frame
 from aiprof.trace import Trace
 
@@ -86,7 +86,7 @@ def op_spans(trace: Trace) -> OpSpans:
     ts = np.concatenate([t.ts_us for t in tables])
     dur = np.concatenate([t.dur_us for t in tables])
     name_id = np.concatenate([t.name_id for t in tables])
-    nested = span_tree(_thread_keys(pid, tid), ts, dur)
+    nested = span_tree(thread_keys(pid, tid), ts, dur)
     tree, keep = merge_repeats(nested, name_id)
     gpu = trace.gpu_ops
     owner = np.where(gpu.op_row >= 0, gpu.op_row, np.where(gpu.launch_row >= 0,
@@ -144,9 +144,3 @@ def op_view(trace: Trace, *, by_shape: bool = False) -> OpView:
     rows.sort(key=lambda r: (-r.self_cpu_us, -r.self_gpu_us, r.name))
     return OpView(trace.rank, trace.path, by_shape, rows)
 
-
-def _thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """One int64 per (pid, tid)."""
-    pids, pid_rank = np.unique(pid, return_inverse=True)
-    tids, tid_rank = np.unique(tid, return_inverse=True)
-    return (pid_rank.astype(np.int64) * max(len(tids), 1) + tid_rank).ravel()

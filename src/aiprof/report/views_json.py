@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from aiprof.analysis.critical_path import CriticalPath
 from aiprof.analysis.diff import PARTS, TraceDiff
 from aiprof.analysis.diff_hta import HtaDiffRow
 from aiprof.analysis.kernel_view import KernelView
@@ -15,6 +16,7 @@ QUEUE_SCHEMA = "aiprof.queue/1"
 OPS_SCHEMA = "aiprof.ops/1"
 KERNELS_SCHEMA = "aiprof.kernels/1"
 DIFF_SCHEMA = "aiprof.diff/1"
+CRITICAL_PATH_SCHEMA = "aiprof.critical_path/1"
 
 
 def plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -84,3 +86,20 @@ def diff_document(diffs: list[TraceDiff]) -> dict[str, Any]:
 
 def hta_diff_document(rows: list[list[HtaDiffRow]]) -> dict[str, Any]:
     return {"schema": DIFF_SCHEMA + "+hta", "pairs": [[plain(r) for r in p] for p in rows]}
+
+
+def critical_path_document(paths: list[CriticalPath], *, edges: bool = False) -> dict[str, Any]:
+    def one(cp: CriticalPath) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "rank": cp.rank, "window": cp.window, "start_us": cp.start_us, "end_us": cp.end_us,
+            "length_us": cp.length_us, "by_bound_us": cp.by_bound_us,
+            "by_bound_pct": {b: cp.pct(b) for b in cp.by_bound_us},
+            "ops": [plain(o) for o in cp.ops],
+        }
+        if edges:
+            doc["edges"] = {"type": cp.edge_type, "bound_by": cp.edge_bound,
+                            "name": cp.edge_name, "start_us": cp.edge_start_us,
+                            "end_us": cp.edge_end_us, "weight_us": cp.edge_weight_us}
+        return doc
+
+    return {"schema": CRITICAL_PATH_SCHEMA, "ranks": [one(cp) for cp in paths]}
