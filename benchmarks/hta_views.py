@@ -85,14 +85,18 @@ def critical_path(folder: Path, annotation: str, instance: int) -> dict[str, Any
         "instance": instance,
         "length_us": float(edges["duration"].sum()),
         "num_edges": len(edges),
-        "by_bound_us": {str(k): float(v) for k, v in edges.groupby("bound_by").duration.sum().items()},
-        "by_type_us": {str(k): float(v) for k, v in edges.groupby("type").duration.sum().items()},
+        "by_bound_us": _sums(edges, "bound_by"),
+        "by_type_us": _sums(edges, "type"),
         "events": sorted(
             [str(names.loc[i]) if names is not None and i in names.index else "", float(d)]
             for i, d in zip(edges["event_idx"], edges["duration"], strict=True)
             if d > 0 and i == i
         ),
     }
+
+
+def _sums(edges: Any, column: str) -> dict[str, float]:
+    return {str(k): float(v) for k, v in edges.groupby(column).duration.sum().items()}
 
 
 def main() -> int:
