@@ -9,6 +9,7 @@ from aiprof.analysis.critical_path import CriticalPath
 from aiprof.analysis.diff import PARTS, TraceDiff
 from aiprof.analysis.diff_hta import HtaDiffRow
 from aiprof.analysis.kernel_view import KernelView
+from aiprof.analysis.memory_ops import MemoryView
 from aiprof.analysis.ops import OpView
 from aiprof.analysis.queue import QueueResult
 
@@ -17,6 +18,7 @@ OPS_SCHEMA = "aiprof.ops/1"
 KERNELS_SCHEMA = "aiprof.kernels/1"
 DIFF_SCHEMA = "aiprof.diff/1"
 CRITICAL_PATH_SCHEMA = "aiprof.critical_path/1"
+MEMORY_SCHEMA = "aiprof.memory_ops/1"
 
 
 def plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -103,3 +105,12 @@ def critical_path_document(paths: list[CriticalPath], *, edges: bool = False) ->
         return doc
 
     return {"schema": CRITICAL_PATH_SCHEMA, "ranks": [one(cp) for cp in paths]}
+
+
+def memory_document(views: list[MemoryView], *, curve: bool = False) -> dict[str, Any]:
+    skip = () if curve else ("ts_us", "live_bytes")
+    return {
+        "schema": MEMORY_SCHEMA,
+        "ranks": [{"rank": v.rank, "path": v.path, "devices": [plain(d, skip) for d in v.devices]}
+                  for v in views],
+    }
