@@ -11,6 +11,7 @@ from aiprof.analysis.diff_hta import HtaDiffRow
 from aiprof.analysis.kernel_view import KernelView
 from aiprof.analysis.memory_ops import MemoryView
 from aiprof.analysis.ops import OpView
+from aiprof.analysis.python_tree import CallTree
 from aiprof.analysis.queue import QueueResult
 
 QUEUE_SCHEMA = "aiprof.queue/1"
@@ -19,6 +20,7 @@ KERNELS_SCHEMA = "aiprof.kernels/1"
 DIFF_SCHEMA = "aiprof.diff/1"
 CRITICAL_PATH_SCHEMA = "aiprof.critical_path/1"
 MEMORY_SCHEMA = "aiprof.memory_ops/1"
+PYTHON_SCHEMA = "aiprof.python/1"
 
 
 def plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -113,4 +115,12 @@ def memory_document(views: list[MemoryView], *, curve: bool = False) -> dict[str
         "schema": MEMORY_SCHEMA,
         "ranks": [{"rank": v.rank, "path": v.path, "devices": [plain(d, skip) for d in v.devices]}
                   for v in views],
+    }
+
+
+def python_document(trees: list[CallTree]) -> dict[str, Any]:
+    return {
+        "schema": PYTHON_SCHEMA,
+        "ranks": [{"rank": t.rank, "path": t.path, "total_cpu_us": t.total_cpu_us,
+                   "nodes": [plain(n) for n in t.nodes]} for t in trees],
     }
