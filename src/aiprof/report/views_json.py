@@ -8,6 +8,7 @@ from typing import Any
 from aiprof.analysis.critical_path import CriticalPath
 from aiprof.analysis.diff import PARTS, TraceDiff
 from aiprof.analysis.diff_hta import HtaDiffRow
+from aiprof.analysis.gpu_samples import SampleView
 from aiprof.analysis.kernel_view import KernelView
 from aiprof.analysis.memory_ops import MemoryView
 from aiprof.analysis.ops import OpView
@@ -21,6 +22,7 @@ DIFF_SCHEMA = "aiprof.diff/1"
 CRITICAL_PATH_SCHEMA = "aiprof.critical_path/1"
 MEMORY_SCHEMA = "aiprof.memory_ops/1"
 PYTHON_SCHEMA = "aiprof.python/1"
+SAMPLES_SCHEMA = "aiprof.gpu_samples/1"
 
 
 def plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -124,3 +126,17 @@ def python_document(trees: list[CallTree]) -> dict[str, Any]:
         "ranks": [{"rank": t.rank, "path": t.path, "total_cpu_us": t.total_cpu_us,
                    "nodes": [plain(n) for n in t.nodes]} for t in trees],
     }
+
+
+def samples_document(views: list[SampleView], *, curves: bool = False) -> dict[str, Any]:
+    def device(d: Any) -> dict[str, Any]:
+        doc = {"device": d.device, "num_samples": len(d.t_us),
+               "steps": {"number": d.step_number, "num_samples": d.step_num_samples,
+                         **d.step_means}}
+        if curves:
+            doc["curves"] = {"t_us": d.t_us, **d.curves}
+        return doc
+
+    return {"schema": SAMPLES_SCHEMA,
+            "ranks": [{"rank": v.rank, "devices": [device(d) for d in v.devices]}
+                      for v in views]}
