@@ -26,18 +26,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiprof.analysis.views import rank_views
     from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
+    from aiprof.record.runrecord import SAMPLES_FILE, read_samples
     from aiprof.report.html import render_report
     from aiprof.report.jsonout import dumps
     from aiprof.trace import load_traces
 
     options = DiagnoseOptions(ceilings=read_ceilings(args), **profiler_options(args))
     title = f"aiprof report: {Path(args.target).name}"
-    data = report_data(load_traces(args.target), title, options)
+    traces = load_traces(args.target)
+    data = report_data(traces, title, options)
+    samples = read_samples(Path(args.target) / SAMPLES_FILE)  # empty unless a run record
+    views = rank_views(traces.rank(data.ranks[0].summary.rank), samples)
     try:
-        args.output.write_text(render_report(data), encoding="utf-8")
+        args.output.write_text(render_report(data, views), encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot write {args.output}: {error.strerror}") from None
     if args.json:
