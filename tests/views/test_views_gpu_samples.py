@@ -27,7 +27,7 @@ def test_steps_take_the_samples_inside_or_the_one_held() -> None:
     record = load_run(RUN)
     assert record.traces is not None
     trace = record.traces[0]
-    (device,) = gpu_sample_view(trace, record.samples).devices
+    (device,) = gpu_sample_view(trace, record.samples.columns).devices
     base_us = trace.base_time_ns / 1000 + trace.origin_us  # type: ignore[operator]
     rows = sorted(_csv_rows(), key=lambda r: int(r["time_unix_ns"]))
     times = [int(r["time_unix_ns"]) / 1000 - base_us for r in rows]
@@ -51,5 +51,5 @@ def test_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     pytest.importorskip("pandas")
     record = load_run(RUN)
     assert record.traces is not None
-    frame = gpu_sample_view(record.traces[0], record.samples).devices[0].to_pandas()
+    frame = gpu_sample_view(record.traces[0], record.samples.columns).devices[0].to_pandas()
     assert list(frame.columns[:3]) == ["t_us", "gpu_util_pct", "mem_util_pct"]

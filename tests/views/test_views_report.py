@@ -33,7 +33,7 @@ def test_every_view_has_its_section(report: Path) -> None:
         assert f'<section id="{anchor}">' in page, anchor
     record = load_run(RUN)
     assert record.traces is not None
-    views = rank_views(record.traces[0], record.samples)
+    views = rank_views(record.traces[0], record.samples.columns)
     top_kernel = views.kernels.rows[0].name
     assert top_kernel.split("<")[0] in page
     assert "NVML utilization" in page and "Launch queue over the steps" in page

@@ -11,6 +11,7 @@ sample before its end (the value held); ``num_samples`` says how many fell insid
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +19,12 @@ import numpy as np
 
 from aiprof.analysis.frames import data_frame
 from aiprof.errors import InputError
-from aiprof.record.runrecord import SAMPLE_COLUMNS, GpuSamples
 from aiprof.trace import Trace
 
-METRICS = SAMPLE_COLUMNS[2:]
+Columns = Mapping[str, np.ndarray]
+"""``GpuSamples.columns`` of a run record: ``time_unix_ns``, ``device`` and one column per
+metric (``record.runrecord.SAMPLE_COLUMNS``)."""
+KEYS = ("time_unix_ns", "device")
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,9 +54,9 @@ class SampleView:
     devices: list[DeviceSamples]
 
 
-def gpu_sample_view(trace: Trace, samples: GpuSamples) -> SampleView:
+def gpu_sample_view(trace: Trace, samples: Columns) -> SampleView:
     """Every sampled GPU aligned to ``trace`` (see the module docstring)."""
-    if samples.num_samples == 0:
+    if len(samples.get("time_unix_ns", ())) == 0:
         return SampleView(trace.rank, [])
     base = trace.base_time_ns
     if base is None:
@@ -64,7 +67,7 @@ def gpu_sample_view(trace: Trace, samples: GpuSamples) -> SampleView:
     for device in np.unique(samples["device"]):
         mine = np.flatnonzero(samples["device"] == device)
         mine = mine[np.argsort(t_us[mine], kind="stable")]
-        curves = {m: samples[m][mine] for m in METRICS}
+        curves = {m: samples[m][mine] for m in samples if m not in KEYS}
         numbers, counts, means = _per_step(trace, t_us[mine], curves)
         devices.append(DeviceSamples(int(device), t_us[mine], curves, numbers, counts, means))
     return SampleView(trace.rank, devices)

@@ -11,14 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiprof.analysis.critical_path import CriticalPath, critical_path
-from aiprof.analysis.gpu_samples import SampleView, gpu_sample_view
+from aiprof.analysis.gpu_samples import Columns, SampleView, gpu_sample_view
 from aiprof.analysis.kernel_view import KernelView, kernel_view
 from aiprof.analysis.memory_ops import MemoryView, memory_by_op
 from aiprof.analysis.ops import OpView, op_view
 from aiprof.analysis.python_tree import CallTree, python_call_tree
 from aiprof.analysis.queue import QueueResult, queue_length
 from aiprof.errors import AiprofError
-from aiprof.record.runrecord import GpuSamples
 from aiprof.trace import Trace
 
 MAX_POINTS = 1500
@@ -49,7 +48,7 @@ class RankViews:
     sample_curves: list[Curve]
 
 
-def rank_views(trace: Trace, samples: GpuSamples | None = None) -> RankViews:
+def rank_views(trace: Trace, samples: Columns | None = None) -> RankViews:
     """All views of ``trace`` (and its run's NVML samples, if given)."""
     queue = queue_length(trace)
     window = (float(trace.steps.start_us.min()), float(trace.steps.end_us.max())) \
@@ -65,7 +64,8 @@ def rank_views(trace: Trace, samples: GpuSamples | None = None) -> RankViews:
                            (-np.inf, np.inf)) for d in memory.devices]
     view = None
     sample_curves: list[Curve] = []
-    if samples is not None and samples.num_samples and trace.base_time_ns is not None:
+    if samples is not None and len(samples.get("time_unix_ns", ())) and \
+            trace.base_time_ns is not None:
         view = gpu_sample_view(trace, samples)
         for d in view.devices:
             for field in ("gpu_util_pct", "mem_util_pct"):

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         events += perfetto.rank_events(trace, pid, flow_offset=index << 40)
         events += perfetto.queue_counters(queue_length(trace), pid)
         if samples.num_samples and trace.base_time_ns is not None:
-            events += perfetto.sample_counters(gpu_sample_view(trace, samples), pid)
+            events += perfetto.sample_counters(gpu_sample_view(trace, samples.columns), pid)
         if not args.no_findings:
             found, _ = diagnose_trace(trace)
             events += perfetto.finding_slices(

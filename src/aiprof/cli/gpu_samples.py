@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     record = load_run(args.run_dir)
     if record.traces is None:
         raise InputError(f"{args.run_dir}: the run record has no trace to align samples to")
-    views = [gpu_sample_view(t, record.samples) for t in record.traces]
+    views = [gpu_sample_view(t, record.samples.columns) for t in record.traces]
     if args.json:
         print(dumps(samples_document(views, curves=args.curves)))
     for view in [] if args.json else views:

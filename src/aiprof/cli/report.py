@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     traces = load_traces(args.target)
     data = report_data(traces, title, options)
     samples = read_samples(Path(args.target) / SAMPLES_FILE)  # empty unless a run record
-    views = rank_views(traces.rank(data.ranks[0].summary.rank), samples)
+    views = rank_views(traces.rank(data.ranks[0].summary.rank), samples.columns)
     try:
         args.output.write_text(render_report(data, views), encoding="utf-8")
     except OSError as error:
