@@ -26,9 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiprof.analysis.views import rank_views
     from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
+    from aiprof.record.runrecord import SAMPLES_FILE, empty_samples, read_samples
     from aiprof.record.targets import load_traces, resolve
     from aiprof.report.html import render_report
     from aiprof.report.jsonout import dumps
@@ -36,9 +38,13 @@ def run(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     options = DiagnoseOptions(ceilings=read_ceilings(args, target), **profiler_options(args))
     title = f"aiprof report: {target.path.name}"
-    data = report_data(load_traces(args.target), title, options)
+    traces = load_traces(args.target)
+    data = report_data(traces, title, options)
+    run_dir = target.run_dir
+    samples = read_samples(run_dir / SAMPLES_FILE) if run_dir is not None else empty_samples()
+    views = rank_views(traces.rank(data.ranks[0].summary.rank), samples.columns)
     try:
-        args.output.write_text(render_report(data), encoding="utf-8")
+        args.output.write_text(render_report(data, views), encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot write {args.output}: {error.strerror}") from None
     if args.json:

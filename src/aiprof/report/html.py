@@ -12,18 +12,20 @@ from html import escape
 from typing import Any
 
 from aiprof.analysis.step_breakdown import CATEGORIES
+from aiprof.analysis.views import RankViews
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.report_data import RankView, ReportData
 from aiprof.report.html_assets import CSS, JS
 from aiprof.report.jsonout import dumps
 from aiprof.report.profiler_text import profiler_line
 from aiprof.report.roofline_svg import roofline_svg
+from aiprof.report.views_html import view_sections
 
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
 
 
-def render_report(data: ReportData) -> str:
-    """The whole page as one string."""
+def render_report(data: ReportData, views: RankViews | None = None) -> str:
+    """The whole page as one string (with the sections of ``views`` when given)."""
     rank = data.ranks[0]
     body = [
         f"<h1>{escape(data.title)}</h1>",
@@ -41,6 +43,7 @@ def render_report(data: ReportData) -> str:
         _name_table(rank.summary.top_ops, "% of step"),
         _occupancy(rank),
         _roofline(rank),
+        view_sections(views) if views is not None else "",
     ]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -1,0 +1,42 @@
+"""Screenshots of the report's view sections for docs/views.md (headless Chromium).
+
+    python scripts/views_screenshots.py REPORT.html docs/img
+
+For each section, a copy of the page that shows only that section is opened in Chromium
+(``--headless=new``) and saved as ``views-<section>.png``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SECTIONS = ("ops", "kernels", "queue", "critical-path", "memory", "python", "gpu-samples")
+
+
+def main() -> int:
+    report, out = Path(sys.argv[1]), Path(sys.argv[2])
+    page = report.read_text(encoding="utf-8")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("chromium not found", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for section in SECTIONS:
+            style = f"<style>body > :not(#{section}) {{ display: none }}</style></head>"
+            single = Path(tmp) / f"{section}.html"
+            single.write_text(page.replace("</head>", style, 1), encoding="utf-8")
+            subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu",
+                            "--hide-scrollbars", "--window-size=1000,760",
+                            f"--user-data-dir={tmp}/profile",
+                            f"--screenshot={out / f'views-{section}.png'}", single.as_uri()],
+                           capture_output=True, timeout=120, check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

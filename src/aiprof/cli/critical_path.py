@@ -1,0 +1,49 @@
+"""``aiprof critical-path TRACE_OR_DIR... [--step N] [--json]``: the longest dependency path."""
+
+from __future__ import annotations
+
+import argparse
+
+from aiprof.cli._command import Command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_DIR",
+                        help="trace files, directories of rank traces, or runs")
+    parser.add_argument("--step", type=int, default=None,
+                        help="step number N of ProfilerStep#N (default: the second step)")
+    parser.add_argument("--annotation", default=None,
+                        help="analyze a record_function's span instead ('' = whole trace)")
+    parser.add_argument("--instance", type=int, default=0,
+                        help="with --annotation: which span of that name (default 0)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the aiprof.critical_path/1 JSON")
+    parser.add_argument("--edges", action="store_true", help="with --json: every path edge")
+    parser.add_argument("--limit", type=int, default=20, help="rows shown (default 20)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiprof.analysis.critical_path import critical_path
+    from aiprof.report.critical_path_terminal import render_critical_path
+    from aiprof.report.jsonout import dumps
+    from aiprof.report.terminal import console
+    from aiprof.report.views_json import critical_path_document
+    from aiprof.trace import load_traces
+
+    traces = load_traces(args.targets)
+    paths = [critical_path(t, step=args.step, annotation=args.annotation,
+                           instance=args.instance) for t in traces]
+    if args.json:
+        print(dumps(critical_path_document(paths, edges=args.edges)))
+    for cp in [] if args.json else paths:
+        render_critical_path(console(), cp, args.limit)
+    return 0
+
+
+COMMAND = Command(
+    name="critical-path",
+    help="critical path of a step: longest dependency path, by what bounds it, ops on it",
+    add_arguments=add_arguments,
+    run=run,
+    order=33,
+)

@@ -1,0 +1,47 @@
+"""GIVEN a real H200 run record WHEN the report is written THEN it has a section for every
+view, with the run's own numbers, and opens in headless Chromium without console errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import DATA
+
+from aiprof.analysis.views import MAX_POINTS, rank_views
+from aiprof.cli.main import main
+from aiprof.record.runrecord import load_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+from chromium import open_page  # noqa: E402
+
+RUN = DATA / "capture" / "h200_resnet50_run"
+SECTIONS = ("ops", "kernels", "queue", "critical-path", "memory", "python", "gpu-samples")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "run.html"
+    assert main(["report", str(RUN), "-o", str(out)]) == 0
+    return out
+
+
+def test_every_view_has_its_section(report: Path) -> None:
+    page = report.read_text()
+    for anchor in SECTIONS:
+        assert f'<section id="{anchor}">' in page, anchor
+    record = load_run(RUN)
+    assert record.traces is not None
+    views = rank_views(record.traces[0], record.samples.columns)
+    top_kernel = views.kernels.rows[0].name
+    assert top_kernel.split("<")[0] in page
+    assert "NVML utilization" in page and "Launch queue over the steps" in page
+    assert all(len(c.xs) <= MAX_POINTS + 2 for c in views.queue_curves)
+    assert views.critical is not None and f"{views.critical.pct('cpu_bound'):.1f}" in page
+
+
+def test_report_opens_in_chromium(report: Path) -> None:
+    run = open_page(report)
+    assert 'data-ready="1"' in run.dom and run.console_errors == []
+    assert run.dom.count('<div class="chart"><svg') >= 2
