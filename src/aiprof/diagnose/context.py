@@ -183,10 +183,19 @@ class Context:
         return self.timeline.measured_us / steps
 
     def gain_pct(self, change: Change) -> float:
-        """Step time saved by ``change``, in % of the replayed step (0 when nothing to replay)."""
+        """Step time saved by ``change``, in % of the replayed step (0 when nothing to replay),
+        within [0, 100]."""
         if self.base_us <= 0:
             return 0.0
-        return float(max(0.0, 100.0 * (1.0 - replay(self.timeline, change) / self.base_us)))
+        saved = 100.0 * (1.0 - replay(self.timeline, change) / self.base_us)
+        return float(min(100.0, max(0.0, saved)))
+
+    def gain_ms_per_step(self, gain_pct: float) -> float:
+        """``gain_pct`` of the replayed step (the profiler's cost taken out), in ms per step;
+        the measured step when there is nothing to replay."""
+        steps = max(len(self.trace.steps), 1)
+        step_us = self.base_us / steps if self.base_us > 0 else self.step_us
+        return gain_pct / 100.0 * step_us / 1000.0
 
     def remaining_step_us(self, gain_pct: float) -> float:
         """The measured step time scaled by the replay's ratio."""

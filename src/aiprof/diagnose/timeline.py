@@ -11,6 +11,7 @@ from aiprof.analysis.sync import SyncPoints
 from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
 from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
 from aiprof.trace import Trace
+from aiprof.trace.links import gather
 
 DEFAULT_LATENCY_US = 2.0
 """Launch call's return to the op's start when the trace has no launch at all to measure it
@@ -36,9 +37,8 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     end = float(win.window[1][-1]) if len(win.window[1]) else 0.0
     rows = np.concatenate([_backlog(trace, win.rows), win.rows[ops.launch_row[win.rows] >= 0]])
     launched = ops.launch_row[rows] >= 0
-    launch_rows = np.maximum(ops.launch_row[rows], 0)
-    issue_start = np.where(launched, rt.ts_us[launch_rows], start)
-    issue_end = np.where(launched, rt.end_us[launch_rows], start)
+    issue_start = np.where(launched, gather(rt.ts_us, ops.launch_row[rows], start), start)
+    issue_end = np.where(launched, gather(rt.end_us, ops.launch_row[rows], start), start)
     issue_id = np.where(launched, ops.launch_row[rows], -2 - rows)
     blocking_rows = set(syncs.gpu_row[syncs.gpu_row >= 0].tolist())
     blocking = np.array([r in blocking_rows for r in rows.tolist()], dtype=bool)
