@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+from aiprof.analysis import intervals as iv
 from aiprof.analysis.allocator import AllocatorResult, allocator_calls
 from aiprof.analysis.copies import CopiesResult, copies
 from aiprof.analysis.dataloader import DataloaderResult, dataloader_time
 from aiprof.analysis.fusion_chains import FusionChainsResult, fusion_chains
+from aiprof.analysis.host_work import HostWorkResult, host_work
 from aiprof.analysis.idle import IdleResult, stream_idle
 from aiprof.analysis.launch import LaunchResult, launch_overhead
 from aiprof.analysis.layout import LayoutResult, layout_conversions
@@ -17,7 +19,7 @@ from aiprof.analysis.shapes import ShapesResult, misaligned_shapes
 from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US, Calibration, fit_overhead
-from aiprof.diagnose.replay import Change, Timeline, replay
+from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, Timeline, replay
 from aiprof.diagnose.timeline import build_timeline
 from aiprof.errors import AiprofError, InputError
 from aiprof.gpu.trace_occupancy import trace_spec
@@ -25,6 +27,10 @@ from aiprof.hardware import GpuSpec
 from aiprof.tensor.ceilings_model import Ceilings
 from aiprof.trace import Trace
 from aiprof.trace.capture_timing import unprofiled_step_us
+
+DEFAULT_LAUNCH_CALL_US = 5.0
+"""A launch call's CPU time when the trace has none to measure: the median launch call is
+4-7 µs on the public A100/V100 traces (``median_launch_us`` in docs/diagnose.md's examples)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +133,17 @@ class Context:
     @cached_property
     def allocator(self) -> AllocatorResult:
         return allocator_calls(self.trace)
+
+    @cached_property
+    def host_work(self) -> HostWorkResult:
+        """Host work other than launching (ops that launch nothing, long calls) of at least
+        ``WAITING_CALL_FACTOR`` median launch calls (``DEFAULT_LAUNCH_CALL_US`` without any),
+        the DataLoader's and the allocator's spans left to their rules."""
+        median = self.launch.median_launch_us if self.launch.num_launches else 0.0
+        min_us = WAITING_CALL_FACTOR * (median or DEFAULT_LAUNCH_CALL_US)
+        owned = iv.union_all(self.dataloader.spans, self.allocator.call_spans)
+        syncs = self.syncs.call_row[self.syncs.gpu_row < 0]  # synchronize calls, not copies
+        return host_work(self.trace, min_us, owned, syncs)
 
     @cached_property
     def layout(self) -> LayoutResult:

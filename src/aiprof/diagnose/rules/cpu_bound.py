@@ -15,7 +15,8 @@ def change(ctx: Context) -> Change | None:
     host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
     if host_wait <= 0 or ctx.launch.num_launches == 0:
         return None
-    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx))
+    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx),
+                             ctx.host_work.spans)  # a CUDA graph does not remove host work
     return Change(launch_work_scale=0.0, protected_cpu=protected)
 
 
@@ -77,9 +78,10 @@ def find(ctx: Context) -> Finding | None:
         ),
         model=(
             "replay with the CPU work between launches set to zero (every launch issued as "
-            "soon as the previous event); DataLoader and allocator time, sync waits and the "
-            "CPU time of the ops that synchronize kept. When syncs, steady-state "
-            "cudaMalloc/cudaFree or pageable copies are present (a CUDA graph cannot capture "
+            "soon as the previous event); DataLoader and allocator time, host work other than "
+            "launching, sync waits and the CPU time of the ops that synchronize kept. When "
+            "syncs, steady-state cudaMalloc/cudaFree or pageable copies are present (a CUDA "
+            "graph cannot capture "
             "them), the gain is what graphs add to the step with those fixed first"
         ),
         change=graphs,
