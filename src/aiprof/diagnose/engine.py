@@ -6,7 +6,7 @@ import os
 from dataclasses import replace
 
 from aiprof.diagnose.context import Context, DiagnoseOptions
-from aiprof.diagnose.explain import replay_parts
+from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.rules import RULES
 from aiprof.diagnose.scope import check_supported, scope_notes
@@ -15,8 +15,6 @@ from aiprof.errors import AiprofError
 from aiprof.trace import Trace, TraceSet
 
 UNKNOWN_GPU = "unknown GPU (no deviceProperties)"
-PARTS_SLACK_MS = 0.002
-"""Rounding of the parts (ms to 3 decimals) allowed before a gain counts as above them."""
 
 
 def diagnose_trace(
@@ -32,21 +30,15 @@ def diagnose_trace(
 
 def explained(ctx: Context, finding: Finding) -> Finding:
     """The finding with its gain bounded to [0, 100], in ms per step too, and (for a replay
-    change) the parts the replay removed in its evidence (``replay_removed``)."""
+    change) the parts the replay removed in its evidence (``replay_removed``), which also
+    bound it (``explain.bounded_gain``)."""
     gain = min(100.0, max(0.0, finding.estimated_gain_pct))
     if finding.change is None:  # a share of the measured step
         return replace(finding, estimated_gain_pct=gain,
                        estimated_gain_ms_per_step=gain / 100.0 * ctx.step_us / 1000.0)
-    parts = replay_parts(ctx, finding.change)
+    gain, parts = bounded_gain(ctx, finding.change, gain)
     evidence = {**finding.evidence, "replay_removed": parts}
     gain_ms = ctx.gain_ms_per_step(gain)
-    if gain_ms > parts["parts_ms_per_step"] + PARTS_SLACK_MS:
-        # the replay saved more than the change takes out of the trace: its own queue, not the
-        # trace's (a replay off the measured step), so the gain is what the parts allow
-        capped_ms = float(parts["parts_ms_per_step"])
-        evidence["replay_gain_ms_per_step"] = round(gain_ms, 3)
-        gain = gain * capped_ms / gain_ms
-        gain_ms = capped_ms
     return replace(finding, estimated_gain_pct=gain, evidence=evidence,
                    estimated_gain_ms_per_step=gain_ms)
 

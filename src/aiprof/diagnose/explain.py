@@ -38,7 +38,7 @@ def replay_parts(ctx: Context, change: Change) -> dict[str, Any]:
     tl = ctx.timeline
     steps = max(len(ctx.trace.steps), 1)
     gpu_us, turnaround_us, kernels = _gpu_parts(ctx, change)
-    cpu_us = _cpu_removed_us(ctx, change)
+    cpu_us = max(_cpu_removed_us(ctx, change), 0.0)  # below 0: the change adds CPU time
     waits_us = _waits_removed_us(ctx, change)
     # with the profiler's cost taken out the CPU reaches a sync earlier and may wait longer
     # there than the trace shows, by at most the cost taken out
@@ -121,3 +121,20 @@ def _waits_removed_us(ctx: Context, change: Change) -> float:
     tl = ctx.timeline
     mask = _waiting(tl) & _unblocked(tl, change)
     return float(np.sum(np.maximum(tl.cpu_end_us - tl.cpu_start_us, 0.0)[mask]))
+
+
+PARTS_SLACK_MS = 0.002
+"""Rounding of the parts (ms to 3 decimals) allowed before a gain counts as above them."""
+
+
+def bounded_gain(ctx: Context, change: Change, gain_pct: float) -> tuple[float, dict[str, Any]]:
+    """``gain_pct`` of ``change``, at most what its parts take out of the trace, and the parts.
+
+    A replay that saves more than the parts saves its own queue, not the trace's (a replay off
+    the measured step: filtered traces); the parts then get ``replay_gain_ms_per_step``."""
+    parts = replay_parts(ctx, change)
+    gain_ms = ctx.gain_ms_per_step(gain_pct)
+    if gain_ms > 0 and gain_ms > parts["parts_ms_per_step"] + PARTS_SLACK_MS:
+        parts["replay_gain_ms_per_step"] = round(gain_ms, 3)
+        return gain_pct * max(float(parts["parts_ms_per_step"]), 0.0) / gain_ms, parts
+    return gain_pct, parts

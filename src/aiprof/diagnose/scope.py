@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiprof.diagnose.context import Context
+from aiprof.diagnose.replay import WAITING_CALL_FACTOR
 from aiprof.errors import UnsupportedDeviceError
 from aiprof.trace import Trace, TraceSet
 from aiprof.trace.steps import SOURCE_PROFILER_STEP, SOURCE_WHOLE_TRACE
@@ -47,10 +48,26 @@ def check_supported(traces: TraceSet) -> None:
 
 
 def is_cold(trace: Trace) -> bool:
-    """One step only, and it is the first iteration (``ProfilerStep#0``)."""
+    """A trace of a first iteration: one step that is ``ProfilerStep#0``, or no step markers and
+    a kernel whose first launch waited (``first_launches_waited``)."""
     steps = trace.steps
-    return (len(steps) == 1 and trace.step_source == SOURCE_PROFILER_STEP
-            and int(steps.number[0]) == 0)
+    if len(steps) == 1 and trace.step_source == SOURCE_PROFILER_STEP:
+        return int(steps.number[0]) == 0
+    return trace.step_source == SOURCE_WHOLE_TRACE and first_launches_waited(trace) > 0
+
+
+def first_launches_waited(trace: Trace) -> int:
+    """Kernels whose first launch call lasted more than ``WAITING_CALL_FACTOR`` median launch
+    calls: the module was loaded on first use (CUDA Programming Guide, "Lazy Loading"; the
+    default since CUDA 12.2), which happens in the first iteration only."""
+    kernels, rt = trace.kernels, trace.runtime
+    launched = np.flatnonzero(kernels.launch_row >= 0)
+    if len(launched) < 2:
+        return 0
+    calls = rt.dur_us[kernels.launch_row[launched]]
+    order = np.argsort(kernels.ts_us[launched], kind="stable")
+    _, first = np.unique(kernels.name_id[launched][order], return_index=True)
+    return int(np.count_nonzero(calls[order][first] > WAITING_CALL_FACTOR * np.median(calls)))
 
 
 def scope_notes(ctx: Context) -> list[str]:
@@ -59,7 +76,7 @@ def scope_notes(ctx: Context) -> list[str]:
     rank = f"rank {trace.rank}: " if trace.rank >= 0 and trace.distributed else ""
     if is_cold(trace):
         notes.append(
-            f"{rank}the trace holds one first iteration only: not a steady state (first "
+            f"{rank}the trace holds a first iteration only: not a steady state (first "
             "launches, cudaMalloc, autotuning and lazy loading happen there), so "
             "allocator_churn is not reported; record steps after warm-up, e.g. "
             "torch.profiler.schedule(wait=1, warmup=1, active=3)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
+from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
@@ -23,13 +24,14 @@ def change(ctx: Context) -> Change | None:
 def capture_blockers(ctx: Context) -> dict[str, Change]:
     """The changes of the causes a CUDA graph cannot capture, by category: those present and
     worth reporting (their own gain at least ``min_gain_pct``)."""
-    from aiprof.diagnose.rules import RULES
+    from aiprof.diagnose.rules import RULES  # the vocabulary discovers this module
 
     changes = {r.category: r.change(ctx) for r in RULES if r.blocks_capture and r.change}
     return {
         category: fix
         for category, fix in changes.items()
-        if fix is not None and ctx.gain_pct(fix) >= ctx.options.min_gain_pct
+        if fix is not None
+        and bounded_gain(ctx, fix, ctx.gain_pct(fix))[0] >= ctx.options.min_gain_pct
     }
 
 
