@@ -8,7 +8,7 @@ import numpy as np
 
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.replay import WAITING_CALL_FACTOR
-from aiprof.errors import UnsupportedDeviceError
+from aiprof.errors import InputError, UnsupportedDeviceError
 from aiprof.trace import Trace, TraceSet
 from aiprof.trace.steps import SOURCE_PROFILER_STEP, SOURCE_WHOLE_TRACE
 
@@ -33,7 +33,8 @@ def other_device_events(trace: Trace) -> dict[str, int]:
 
 
 def check_supported(traces: TraceSet) -> None:
-    """Refuse a trace set whose only device events are of a backend aiprof does not read."""
+    """Refuse a trace set without GPU ops whose device events are of a backend aiprof does not
+    read, or whose GPU runtime calls show that the device activity was not recorded."""
     if any(t.has_gpu for t in traces):
         return
     other: dict[str, int] = {}
@@ -45,6 +46,12 @@ def check_supported(traces: TraceSet) -> None:
         raise UnsupportedDeviceError(
             f"the trace's device activity is {what}: aiprof diagnoses CUDA and ROCm GPU ops "
             "only, so nothing on the device was analysed (the host side: aiprof summary)")
+    calls = sum(len(t.runtime) for t in traces)
+    if calls:
+        raise InputError(
+            f"the trace has {calls} GPU runtime calls but no GPU events (kernels, copies): "
+            "it was recorded without the device activity; record with torch.profiler.profile("
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])")
 
 
 def is_cold(trace: Trace) -> bool:
