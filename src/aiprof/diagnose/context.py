@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import numpy as np
+
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.allocator import AllocatorResult, allocator_calls
 from aiprof.analysis.copies import CopiesResult, copies
@@ -137,10 +139,13 @@ class Context:
     @cached_property
     def host_work(self) -> HostWorkResult:
         """Host work other than launching (ops that launch nothing, long calls) of at least
-        ``WAITING_CALL_FACTOR`` median launch calls (``DEFAULT_LAUNCH_CALL_US`` without any),
+        ``WAITING_CALL_FACTOR`` median kernel launch calls (``DEFAULT_LAUNCH_CALL_US`` without
+        any),
         the DataLoader's and the allocator's spans left to their rules."""
-        median = self.launch.median_launch_us if self.launch.num_launches else 0.0
-        min_us = WAITING_CALL_FACTOR * (median or DEFAULT_LAUNCH_CALL_US)
+        launches = self.trace.kernels.launch_row[self.trace.kernels.launch_row >= 0]
+        calls = self.trace.runtime.dur_us[launches]  # kernel launches: a copy's call may block
+        median = float(np.median(calls)) if len(calls) else DEFAULT_LAUNCH_CALL_US
+        min_us = WAITING_CALL_FACTOR * median
         owned = iv.union_all(self.dataloader.spans, self.allocator.call_spans)
         syncs = self.syncs.call_row[self.syncs.gpu_row < 0]  # synchronize calls, not copies
         return host_work(self.trace, min_us, owned, syncs)

@@ -135,6 +135,6 @@ def bounded_gain(ctx: Context, change: Change, gain_pct: float) -> tuple[float, 
     parts = replay_parts(ctx, change)
     gain_ms = ctx.gain_ms_per_step(gain_pct)
     if gain_ms > 0 and gain_ms > parts["parts_ms_per_step"] + PARTS_SLACK_MS:
-        parts["replay_gain_ms_per_step"] = round(gain_ms, 3)
+        parts["replay_gain_ms_per_step"] = round(float(gain_ms), 3)
         return gain_pct * max(float(parts["parts_ms_per_step"]), 0.0) / gain_ms, parts
     return gain_pct, parts

@@ -65,6 +65,7 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, submit, latency, gap)
     wait_ptr, wait_idx = sync_waits(is_op, kind == SYNC, stream, gpu_end, cpu_end)
     own = _own_call_us(kind, cpu_start, cpu_end, gpu_end, wait_ptr, wait_idx)
+    own, delay = _host_time_before_copies(kind, after, own, delay)
     calls = (cpu_end - cpu_start)[(kind == LAUNCH) & (cpu_end > cpu_start)]
     return Timeline(
         kind=kind,
@@ -189,3 +190,14 @@ def _gaps(trace: Trace, rows: np.ndarray, submitted: np.ndarray, op_kind: np.nda
         float(np.median(gap[gap_kind == k])) if np.any(gap_kind == k) else DEFAULT_TURNAROUND_US
         for k in (KERNEL, MEMCPY, MEMSET)
     ])
+
+
+def _host_time_before_copies(
+    kind: np.ndarray, after: np.ndarray, own: np.ndarray, delay: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A blocking copy that started later than its stream and submission explain, waiting for
+    no other stream, waited for its own call: the host staging the data (a pageable copy goes
+    through a pinned buffer the CPU fills) or blocked in the call. That time is the call's own
+    CPU time, not a GPU delay, so a fix that removes the call's CPU time removes it."""
+    host = (kind == BLOCKING_LAUNCH) & (after < 0) & (delay > 0)
+    return np.where(host, own + delay, own), np.where(host, 0.0, delay)
