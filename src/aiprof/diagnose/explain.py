@@ -83,7 +83,8 @@ def _top_ops(ctx: Context, rows: np.ndarray, saved: np.ndarray) -> list[dict[str
     counts = np.bincount(inverse)
     steps = max(len(ctx.trace.steps), 1)
     order = np.argsort(-totals, kind="stable")
-    return [{"name": ctx.trace.name(int(ids[i])), "count": int(counts[i]),
+    return [{"name": ctx.trace.name(int(ids[i])),
+             "count_per_step": round(float(counts[i]) / steps, 1),
              "removed_ms_per_step": _ms(float(totals[i]), steps)}
             for i in order if totals[i] > 0]
 
@@ -106,7 +107,8 @@ def _cpu_removed_us(ctx: Context, change: Change) -> float:
 
 
 def _waiting(tl: Timeline) -> np.ndarray:
-    return (tl.kind == SYNC) | (tl.kind == BLOCKING_LAUNCH)
+    waiting: np.ndarray = (tl.kind == SYNC) | (tl.kind == BLOCKING_LAUNCH)
+    return waiting
 
 
 def _unblocked(tl: Timeline, change: Change) -> np.ndarray:

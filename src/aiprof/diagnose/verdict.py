@@ -47,8 +47,11 @@ def verdict(findings: list[Finding], options: DiagnoseOptions, analysed: bool, s
         return (f"Nothing worth fixing: no cause would save {options.worth_fixing_pct:g}% or "
                 f"more of the {step_us / 1000:.2f} ms step{largest}.")
     top = worth[0]
-    together = (f"; all {len(findings)} fixes together: {combined_pct:.0f}% (one replay with "
-                "every fix applied)" if len(findings) > 1 else "")
+    outside = sorted({f.category for f in findings if f.change is None})
+    how = "one replay with every fix applied" + (
+        f", then {' and '.join(outside)} on the step it leaves" if outside else "")
+    together = (f"; all {len(findings)} fixes together: {combined_pct:.0f}% ({how})"
+                if len(findings) > 1 else "")
     return (f"Step {step_us / 1000:.2f} ms; fix {top.category} first: up to "
             f"{top.estimated_gain_pct:.0f}% of the step ({len(worth)} finding(s) above "
             f"{options.worth_fixing_pct:g}%{together}).")

@@ -69,7 +69,8 @@ def _parts(parts: dict[str, Any]) -> str:
     ops = parts.get("ops") or []
     if ops:
         line += "; ops: " + "; ".join(
-            f"{str(o['name'])[:60]} ({o['count']}, {o['removed_ms_per_step']:.3f} ms)"
+            f"{str(o['name'])[:60]} ({o['count_per_step']:g} a step, "
+            f"{o['removed_ms_per_step']:.3f} ms)"
             for o in ops[:3])
     return line
 
