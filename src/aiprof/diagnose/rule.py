@@ -45,3 +45,8 @@ class Rule:
 def ms(us: float) -> float:
     """µs as ms, rounded for evidence."""
     return round(us / 1000.0, 3)
+
+
+def per_step_ms(ctx: Context, us: float) -> float:
+    """``us`` over the whole trace as ms per step of ``ctx``'s trace, rounded for evidence."""
+    return ms(us / max(len(ctx.trace.steps), 1))

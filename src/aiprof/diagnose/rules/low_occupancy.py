@@ -8,11 +8,7 @@ from aiprof.analysis.classify import communication_kernels
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.diagnose.rule import Rule
-
-
-def _per_step(ctx: Context, us: float) -> float:
-    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
+from aiprof.diagnose.rule import Rule, per_step_ms
 
 
 def small_grids(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -56,11 +52,11 @@ def find(ctx: Context) -> Finding | None:
     small_us = float(ctx.trace.gpu_ops.dur_us[rows].sum())
     return Finding(
         category="low_occupancy",
-        title=f"{_per_step(ctx, small_us)} ms per step in kernels with fewer blocks "
+        title=f"{per_step_ms(ctx, small_us)} ms per step in kernels with fewer blocks "
               f"than the {occ.num_sms} SMs",
         estimated_gain_pct=gain,
         evidence={
-            "small_grid_ms_per_step": _per_step(ctx, small_us),
+            "small_grid_ms_per_step": per_step_ms(ctx, small_us),
             "num_sms": occ.num_sms,
             "time_weighted_occupancy_pct": round(occ.time_weighted_occupancy_pct, 1),
             "limiter_ms": {k: round(v / 1000.0, 3) for k, v in sorted(occ.limiter_us.items())},
