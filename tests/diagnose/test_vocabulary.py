@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from aiprof.diagnose.rule import Rule
 from aiprof.diagnose.rules import CATEGORIES, HOST_SIDE, RULES, rule
 
@@ -30,3 +32,28 @@ def test_every_category_is_documented() -> None:
     text = DOCS.read_text(encoding="utf-8")
     for category in CATEGORIES:
         assert f"| `{category}` |" in text, f"docs/diagnose.md has no row for {category}"
+
+
+def test_the_report_diagnoses_each_rank_once_or_reuses_the_diagnosis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kineto_synth import gpu_bound
+
+    from aiprof.diagnose import engine
+    from aiprof.diagnose.report_data import report_data
+    from aiprof.trace import TraceSet, load_trace
+
+    calls: list[int] = []
+    original = engine.diagnose_trace
+
+    def counting(trace, options=None):  # type: ignore[no-untyped-def]
+        calls.append(trace.rank)
+        return original(trace, options)
+
+    monkeypatch.setattr(engine, "diagnose_trace", counting)
+    traces = TraceSet((load_trace(gpu_bound(tmp_path / "t.json.gz")),), "single trace")
+    data = report_data(traces, "t")
+    assert len(calls) == 1 and data.diagnosis.findings is not None
+    again = report_data(traces, "t", diagnosis=data.diagnosis)
+    assert len(calls) == 1 and again.diagnosis is data.diagnosis
+    assert len(again.ranks) == 1

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import numpy as np
+
+from aiprof.analysis import intervals as iv
 from aiprof.analysis.allocator import AllocatorResult, allocator_calls
 from aiprof.analysis.copies import CopiesResult, copies
 from aiprof.analysis.dataloader import DataloaderResult, dataloader_time
 from aiprof.analysis.fusion_chains import FusionChainsResult, fusion_chains
+from aiprof.analysis.host_work import HostWorkResult, host_work
 from aiprof.analysis.idle import IdleResult, stream_idle
 from aiprof.analysis.launch import LaunchResult, launch_overhead
 from aiprof.analysis.layout import LayoutResult, layout_conversions
@@ -17,7 +21,7 @@ from aiprof.analysis.shapes import ShapesResult, misaligned_shapes
 from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US, Calibration, fit_overhead
-from aiprof.diagnose.replay import Change, Timeline, replay
+from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, Timeline, replay
 from aiprof.diagnose.timeline import build_timeline
 from aiprof.errors import AiprofError, InputError
 from aiprof.gpu.trace_occupancy import trace_spec
@@ -25,6 +29,11 @@ from aiprof.hardware import GpuSpec
 from aiprof.tensor.ceilings_model import Ceilings
 from aiprof.trace import Trace
 from aiprof.trace.capture_timing import unprofiled_step_us
+
+DEFAULT_LAUNCH_CALL_US = 5.0
+"""A kernel launch call's CPU time when the trace has none to measure: the median kernel launch
+call is 4.0-16.0 µs on the public traces (47.8 µs on the Triton example), 5.2 µs on the V100
+``ns_resolution_trace`` (measured 2026-12-01, docs/diagnose.md "Limitations")."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +138,20 @@ class Context:
         return allocator_calls(self.trace)
 
     @cached_property
+    def host_work(self) -> HostWorkResult:
+        """Host work other than launching (ops that launch nothing, long calls) of at least
+        ``WAITING_CALL_FACTOR`` median kernel launch calls (``DEFAULT_LAUNCH_CALL_US`` without
+        any),
+        the DataLoader's and the allocator's spans left to their rules."""
+        launches = self.trace.kernels.launch_row[self.trace.kernels.launch_row >= 0]
+        calls = self.trace.runtime.dur_us[launches]  # kernel launches: a copy's call may block
+        median = float(np.median(calls)) if len(calls) else DEFAULT_LAUNCH_CALL_US
+        min_us = WAITING_CALL_FACTOR * median
+        owned = iv.union_all(self.dataloader.spans, self.allocator.call_spans)
+        syncs = self.syncs.call_row[self.syncs.gpu_row < 0]  # synchronize calls, not copies
+        return host_work(self.trace, min_us, owned, syncs)
+
+    @cached_property
     def layout(self) -> LayoutResult:
         return layout_conversions(self.trace)
 
@@ -183,10 +206,19 @@ class Context:
         return self.timeline.measured_us / steps
 
     def gain_pct(self, change: Change) -> float:
-        """Step time saved by ``change``, in % of the replayed step (0 when nothing to replay)."""
+        """Step time saved by ``change``, in % of the replayed step (0 when nothing to replay),
+        within [0, 100]."""
         if self.base_us <= 0:
             return 0.0
-        return float(max(0.0, 100.0 * (1.0 - replay(self.timeline, change) / self.base_us)))
+        saved = 100.0 * (1.0 - replay(self.timeline, change) / self.base_us)
+        return float(min(100.0, max(0.0, saved)))
+
+    def gain_ms_per_step(self, gain_pct: float) -> float:
+        """``gain_pct`` of the replayed step (the profiler's cost taken out), in ms per step;
+        the measured step when there is nothing to replay."""
+        steps = max(len(self.trace.steps), 1)
+        step_us = self.base_us / steps if self.base_us > 0 else self.step_us
+        return gain_pct / 100.0 * step_us / 1000.0
 
     def remaining_step_us(self, gain_pct: float) -> float:
         """The measured step time scaled by the replay's ratio."""

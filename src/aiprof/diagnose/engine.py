@@ -6,8 +6,11 @@ import os
 from dataclasses import replace
 
 from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.rules import RULES
+from aiprof.diagnose.scope import check_supported, scope_notes
+from aiprof.diagnose.verdict import combined_gain_pct, verdict
 from aiprof.errors import AiprofError
 from aiprof.trace import Trace, TraceSet
 
@@ -17,12 +20,27 @@ UNKNOWN_GPU = "unknown GPU (no deviceProperties)"
 def diagnose_trace(
     trace: Trace, options: DiagnoseOptions | None = None
 ) -> tuple[list[Finding], Context]:
-    """Every rule's finding on one trace (unranked) and the context they came from."""
+    """Every rule's finding on one trace (unranked, gains within [0, 100] and explained) and
+    the context they came from."""
     ctx = Context(trace, options or DiagnoseOptions())
-    if not trace.has_gpu:
-        return [], ctx
-    found = [f for rule in RULES if rule.find and (f := rule.find(ctx)) is not None]
-    return found, ctx
+    rules = [r for r in RULES if r.find and (trace.has_gpu or r.without_gpu)]
+    found = [f for rule in rules if rule.find and (f := rule.find(ctx)) is not None]
+    return [explained(ctx, f) for f in found], ctx
+
+
+def explained(ctx: Context, finding: Finding) -> Finding:
+    """The finding with its gain bounded to [0, 100], in ms per step too, and (for a replay
+    change) the parts the replay removed in its evidence (``replay_removed``), which also
+    bound it (``explain.bounded_gain``)."""
+    gain = min(100.0, max(0.0, finding.estimated_gain_pct))
+    if finding.change is None:  # a share of the measured step
+        return replace(finding, estimated_gain_pct=gain,
+                       estimated_gain_ms_per_step=gain / 100.0 * ctx.step_us / 1000.0)
+    gain, parts = bounded_gain(ctx, finding.change, gain)
+    evidence = {**finding.evidence, "replay_removed": parts}
+    gain_ms = ctx.gain_ms_per_step(gain)
+    return replace(finding, estimated_gain_pct=gain, evidence=evidence,
+                   estimated_gain_ms_per_step=gain_ms)
 
 
 def diagnose(
@@ -38,34 +56,52 @@ def diagnose_ranks(
     """The diagnosis and each rank's context (its passes, for the report's per-rank views)."""
     options = options or DiagnoseOptions()
     traces = _as_trace_set(target)
+    check_supported(traces)
     per_rank = [diagnose_trace(t, options) for t in traces]
-    findings = _merge_ranks([(ctx.trace.rank, f) for found, ctx in per_rank for f in found])
-    notes = []
-    if len(traces) > 1:
-        for rule in RULES:
-            if rule.find_ranks is None:
-                continue
-            try:
-                findings.extend(rule.find_ranks(traces))
-            except AiprofError as error:
-                notes.append(f"{rule.category} analysis skipped: {error}")
-    ranked = rank_findings([f for f in findings if f.estimated_gain_pct >= options.min_gain_pct])
+    kept = [[f for f in found if f.estimated_gain_pct >= options.min_gain_pct]
+            for found, _ in per_rank]
+    findings = _merge_ranks([(ctx.trace.rank, f) for found, (_, ctx) in zip(kept, per_rank,
+                                                                            strict=True)
+                             for f in found])
+    notes = [n for _, ctx in per_rank for n in scope_notes(ctx)]
+    across = _across_ranks(traces, notes)
+    ranked = rank_findings([f for f in findings + across
+                            if f.estimated_gain_pct >= options.min_gain_pct])
+    combined = max((combined_gain_pct(ctx, found + across)
+                    for found, (_, ctx) in zip(kept, per_rank, strict=True)), default=0.0)
     slowest = max((ctx for _, ctx in per_rank), key=lambda c: c.step_us)
     device = slowest.trace.device
     has_gpu = any(t.has_gpu for t in traces)
-    diagnosis = Diagnosis(
+    return Diagnosis(
         findings=ranked,
-        verdict=verdict(ranked, options, has_gpu, slowest.step_us),
+        verdict=verdict(ranked, options, has_gpu or bool(ranked), slowest.step_us, combined),
         step_us=slowest.step_us,
         replay_step_us=slowest.as_recorded_us / max(len(slowest.trace.steps), 1)
         if has_gpu
         else 0.0,
         device=device.name if device else (UNKNOWN_GPU if has_gpu else None),
         num_ranks=len(traces),
-        notes=notes + ([slowest.calibration.note] if slowest.calibration.note else []),
+        notes=notes + ([slowest.calibration.note] if has_gpu and slowest.calibration.note
+                       else []),
         profiler=slowest.calibration if has_gpu else None,
-    )
-    return diagnosis, [ctx for _, ctx in per_rank]
+        combined_gain_pct=combined,
+    ), [ctx for _, ctx in per_rank]
+
+
+def _across_ranks(traces: TraceSet, notes: list[str]) -> list[Finding]:
+    """The findings of the rules across ranks (trace sets of several ranks)."""
+    found: list[Finding] = []
+    if len(traces) < 2:
+        return found
+    for rule in RULES:
+        if rule.find_ranks is None:
+            continue
+        try:
+            found.extend(replace(f, estimated_gain_pct=min(100.0, max(0.0, f.estimated_gain_pct)))
+                         for f in rule.find_ranks(traces))
+        except AiprofError as error:
+            notes.append(f"{rule.category} analysis skipped: {error}")
+    return found
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
@@ -77,27 +113,6 @@ def rank_findings(findings: list[Finding]) -> list[Finding]:
     """
     ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
     return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
-
-
-def verdict(
-    findings: list[Finding], options: DiagnoseOptions, has_gpu: bool, step_us: float
-) -> str:
-    """One sentence: the top cause, or that nothing is worth fixing."""
-    if not has_gpu:
-        return "No GPU activity in the trace: nothing to diagnose on the device side."
-    worth = [f for f in findings if f.estimated_gain_pct >= options.worth_fixing_pct]
-    if not worth:
-        largest = (
-            f" (largest: {findings[0].category}, {findings[0].estimated_gain_pct:.1f}%)"
-            if findings
-            else ""
-        )
-        return (f"Nothing worth fixing: no cause would save {options.worth_fixing_pct:g}% or "
-                f"more of the {step_us / 1000:.2f} ms step{largest}.")
-    top = worth[0]
-    return (f"Step {step_us / 1000:.2f} ms; fix {top.category} first: up to "
-            f"{top.estimated_gain_pct:.0f}% of the step ({len(worth)} finding(s) above "
-            f"{options.worth_fixing_pct:g}%).")
 
 
 def _merge_ranks(findings: list[tuple[int, Finding]]) -> list[Finding]:

@@ -32,6 +32,8 @@ class Finding:
     """The replay change behind ``estimated_gain_pct`` (docs/diagnose.md)."""
     rank: int = 0
     """Position in the ranking (1 = largest gain), set by ``rank_findings``."""
+    estimated_gain_ms_per_step: float = 0.0
+    """The same gain in ms per step (of the replayed step; set by the engine)."""
     change: Change | None = field(default=None, repr=False, compare=False)
     """The replay change behind the gain (None for gains not from the replay); not in JSON."""
 
@@ -53,6 +55,9 @@ class Diagnosis:
     device: str | None
     num_ranks: int = 1
     notes: list[str] = field(default_factory=list)
+    combined_gain_pct: float = 0.0
+    """Every finding's fix at once: one replay with all their changes (of the rank where it is
+    largest), within [0, 100]; ``verdict.combined_gain_pct``."""
     profiler: Calibration | None = None
     """The profiler's per-event cost the replay took out (of the slowest rank); None without
     GPU activity. Why a fit was refused goes to ``notes`` too."""
@@ -68,6 +73,7 @@ class Diagnosis:
                     "title": f.title,
                     "severity": f.severity,
                     "estimated_gain_pct": round(f.estimated_gain_pct, 2),
+                    "estimated_gain_ms_per_step": round(f.estimated_gain_ms_per_step, 3),
                     "evidence": f.evidence,
                     "fix": f.fix,
                     "model": f.model,
@@ -79,6 +85,7 @@ class Diagnosis:
             "num_ranks": self.num_ranks,
             "step_us": self.step_us,
             "replay_step_us": self.replay_step_us,
+            "combined_gain_pct": round(self.combined_gain_pct, 2),
             "profiler": self.profiler.document() if self.profiler else {},
             "notes": self.notes,
         }

@@ -204,6 +204,8 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
             ready = end_at[after] + gap if after >= 0 else timeline.start_us
             start = max(submitted + lat, cpu, stream_end[stream] + gap, ready) + delay
             stream_end[stream] = start + dur
+        elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
+            stream_end[stream] = max(stream_end[stream], end_at[after])
         end_at[k] = stream_end[stream]
         if kind == BLOCKING_LAUNCH and blocks:
             cpu = max(cpu, stream_end[stream]) + owns[k]

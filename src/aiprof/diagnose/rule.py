@@ -34,6 +34,8 @@ class Rule:
     """The fix as a replay ``Change`` (None: the cause is absent, or not a replay change)."""
     host_side: bool = False
     """The cause lives on the host (input pipeline, launches, syncs, copies)."""
+    without_gpu: bool = False
+    """Also runs on traces without GPU ops (CPU-only runs: their collectives)."""
     blocks_capture: bool = False
     """A CUDA graph cannot capture it: ``cpu_bound`` counts what graphs add once it is fixed."""
     order: int = 100
@@ -43,3 +45,8 @@ class Rule:
 def ms(us: float) -> float:
     """µs as ms, rounded for evidence."""
     return round(us / 1000.0, 3)
+
+
+def per_step_ms(ctx: Context, us: float) -> float:
+    """``us`` over the whole trace as ms per step of ``ctx``'s trace, rounded for evidence."""
+    return ms(us / max(len(ctx.trace.steps), 1))

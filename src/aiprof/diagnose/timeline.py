@@ -11,6 +11,7 @@ from aiprof.analysis.sync import SyncPoints
 from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
 from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
 from aiprof.trace import Trace
+from aiprof.trace.links import gather
 
 DEFAULT_LATENCY_US = 2.0
 """Launch call's return to the op's start when the trace has no launch at all to measure it
@@ -36,9 +37,8 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     end = float(win.window[1][-1]) if len(win.window[1]) else 0.0
     rows = np.concatenate([_backlog(trace, win.rows), win.rows[ops.launch_row[win.rows] >= 0]])
     launched = ops.launch_row[rows] >= 0
-    launch_rows = np.maximum(ops.launch_row[rows], 0)
-    issue_start = np.where(launched, rt.ts_us[launch_rows], start)
-    issue_end = np.where(launched, rt.end_us[launch_rows], start)
+    issue_start = np.where(launched, gather(rt.ts_us, ops.launch_row[rows], start), start)
+    issue_end = np.where(launched, gather(rt.end_us, ops.launch_row[rows], start), start)
     issue_id = np.where(launched, ops.launch_row[rows], -2 - rows)
     blocking_rows = set(syncs.gpu_row[syncs.gpu_row >= 0].tolist())
     blocking = np.array([r in blocking_rows for r in rows.tolist()], dtype=bool)
@@ -65,6 +65,7 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, submit, latency, gap)
     wait_ptr, wait_idx = sync_waits(is_op, kind == SYNC, stream, gpu_end, cpu_end)
     own = _own_call_us(kind, cpu_start, cpu_end, gpu_end, wait_ptr, wait_idx)
+    own, delay = _host_time_before_copies(kind, after, own, delay)
     calls = (cpu_end - cpu_start)[(kind == LAUNCH) & (cpu_end > cpu_start)]
     return Timeline(
         kind=kind,
@@ -189,3 +190,14 @@ def _gaps(trace: Trace, rows: np.ndarray, submitted: np.ndarray, op_kind: np.nda
         float(np.median(gap[gap_kind == k])) if np.any(gap_kind == k) else DEFAULT_TURNAROUND_US
         for k in (KERNEL, MEMCPY, MEMSET)
     ])
+
+
+def _host_time_before_copies(
+    kind: np.ndarray, after: np.ndarray, own: np.ndarray, delay: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A blocking copy that started later than its stream and submission explain, waiting for
+    no other stream, waited for its own call: the host staging the data (a pageable copy goes
+    through a pinned buffer the CPU fills) or blocked in the call. That time is the call's own
+    CPU time, not a GPU delay, so a fix that removes the call's CPU time removes it."""
+    host = (kind == BLOCKING_LAUNCH) & (after < 0) & (delay > 0)
+    return np.where(host, own + delay, own), np.where(host, 0.0, delay)

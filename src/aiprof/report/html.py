@@ -62,10 +62,12 @@ def diagnosis_fragment(diagnosis: Diagnosis) -> str:
         rows = "".join(
             f"<tr><td class=num>{f.rank}</td><td>{escape(f.category)}</td>"
             f"<td class=\"sev-{f.severity}\">{f.severity}</td>"
-            f"<td class=num>{f.estimated_gain_pct:.1f}</td><td>{escape(f.title)}</td></tr>"
+            f"<td class=num>{f.estimated_gain_pct:.1f}</td>"
+            f"<td class=num>{f.estimated_gain_ms_per_step:.3f}</td><td>{escape(f.title)}</td></tr>"
             for f in diagnosis.findings
         )
-        parts.append(_table(["#", "category", "severity", "est. gain %", "finding"], rows))
+        parts.append(_table(["#", "category", "severity", "est. gain %", "ms/step", "finding"],
+                            rows))
         parts.extend(_finding(f) for f in diagnosis.findings)
     parts.extend(f"<p>note: {escape(n)}</p>" for n in diagnosis.notes)
     return "\n".join(parts)

@@ -7,6 +7,7 @@ from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
+from aiprof.diagnose.scope import is_cold
 
 
 def change(ctx: Context) -> Change | None:
@@ -20,7 +21,7 @@ def change(ctx: Context) -> Change | None:
 def find(ctx: Context) -> Finding | None:
     al = ctx.allocator
     fix = change(ctx)
-    if fix is None:
+    if fix is None or is_cold(ctx.trace):  # a first iteration's allocations are its warm-up
         return None
     steps = max(al.num_steady_steps, 1)
     return Finding(

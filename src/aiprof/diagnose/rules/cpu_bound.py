@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
+from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
@@ -15,20 +16,22 @@ def change(ctx: Context) -> Change | None:
     host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
     if host_wait <= 0 or ctx.launch.num_launches == 0:
         return None
-    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx))
+    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx),
+                             ctx.host_work.spans)  # a CUDA graph does not remove host work
     return Change(launch_work_scale=0.0, protected_cpu=protected)
 
 
 def capture_blockers(ctx: Context) -> dict[str, Change]:
     """The changes of the causes a CUDA graph cannot capture, by category: those present and
     worth reporting (their own gain at least ``min_gain_pct``)."""
-    from aiprof.diagnose.rules import RULES
+    from aiprof.diagnose.rules import RULES  # the vocabulary discovers this module
 
     changes = {r.category: r.change(ctx) for r in RULES if r.blocks_capture and r.change}
     return {
         category: fix
         for category, fix in changes.items()
-        if fix is not None and ctx.gain_pct(fix) >= ctx.options.min_gain_pct
+        if fix is not None
+        and bounded_gain(ctx, fix, ctx.gain_pct(fix))[0] >= ctx.options.min_gain_pct
     }
 
 
@@ -77,9 +80,10 @@ def find(ctx: Context) -> Finding | None:
         ),
         model=(
             "replay with the CPU work between launches set to zero (every launch issued as "
-            "soon as the previous event); DataLoader and allocator time, sync waits and the "
-            "CPU time of the ops that synchronize kept. When syncs, steady-state "
-            "cudaMalloc/cudaFree or pageable copies are present (a CUDA graph cannot capture "
+            "soon as the previous event); DataLoader and allocator time, host work other than "
+            "launching, sync waits and the CPU time of the ops that synchronize kept. When "
+            "syncs, steady-state cudaMalloc/cudaFree or pageable copies are present (a CUDA "
+            "graph cannot capture "
             "them), the gain is what graphs add to the step with those fixed first"
         ),
         change=graphs,

@@ -6,11 +6,7 @@ from __future__ import annotations
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.diagnose.rule import Rule
-
-
-def _per_step(ctx: Context, us: float) -> float:
-    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
+from aiprof.diagnose.rule import Rule, per_step_ms
 
 
 def change(ctx: Context) -> Change | None:
@@ -28,10 +24,10 @@ def find(ctx: Context) -> Finding | None:
     gain = ctx.gain_pct(fix)
     return Finding(
         category="layout_conversion",
-        title=f"{_per_step(ctx, lay.total_us)} ms per step in layout conversions",
+        title=f"{per_step_ms(ctx, lay.total_us)} ms per step in layout conversions",
         estimated_gain_pct=gain,
         evidence={
-            "conversion_ms_per_step": _per_step(ctx, lay.total_us),
+            "conversion_ms_per_step": per_step_ms(ctx, lay.total_us),
             "num_conversion_kernels": len(lay.rows),
             "num_permuted_copies": lay.num_by_copy_op,
             "top_kernels": ctx.top_kernels(lay.rows),

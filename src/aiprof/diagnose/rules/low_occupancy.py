@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from aiprof.analysis.classify import communication_kernels
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.diagnose.rule import Rule
+from aiprof.diagnose.rule import Rule, per_step_ms
 
 
-def _per_step(ctx: Context, us: float) -> float:
-    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
+def small_grids(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (of ``gpu_ops``) and block counts of the small-grid kernels that do compute:
+    NCCL/RCCL kernels are left out (few blocks by design; a larger batch or split-K does not
+    apply to them, ``analysis.classify``)."""
+    occ = ctx.occupancy
+    rows = np.asarray(occ.small_grid_rows, dtype=np.int64)
+    comm = communication_kernels(ctx.trace)  # over trace.kernels, which come first in gpu_ops
+    keep = ~comm[rows] if len(comm) else np.ones(len(rows), dtype=bool)
+    return rows[keep], np.asarray(occ.small_grid_blocks)[keep]
 
 
 def change(ctx: Context) -> Change | None:
@@ -19,13 +27,16 @@ def change(ctx: Context) -> Change | None:
     occ = ctx.occupancy
     if not occ.supported or len(occ.small_grid_rows) == 0 or not occ.num_sms:
         return None
+    rows, blocks = small_grids(ctx)
+    if len(rows) == 0:
+        return None
     dur = ctx.trace.gpu_ops.dur_us
     kernels = ctx.trace.kernels.dur_us
     floor = float(np.min(kernels[kernels > 0])) if np.any(kernels > 0) else 0.0
-    scale = occ.small_grid_blocks / occ.num_sms
+    scale = blocks / occ.num_sms
     new = {
         int(r): max(float(dur[r]) * float(s), floor)
-        for r, s in zip(occ.small_grid_rows, scale, strict=True)
+        for r, s in zip(rows, scale, strict=True)
     }
     return Change(gpu_dur_us=new)
 
@@ -37,17 +48,19 @@ def find(ctx: Context) -> Finding | None:
     if fix is None:
         return None
     gain = ctx.gain_pct(fix)
+    rows, _ = small_grids(ctx)
+    small_us = float(ctx.trace.gpu_ops.dur_us[rows].sum())
     return Finding(
         category="low_occupancy",
-        title=f"{_per_step(ctx, occ.small_grid_us)} ms per step in kernels with fewer blocks "
+        title=f"{per_step_ms(ctx, small_us)} ms per step in kernels with fewer blocks "
               f"than the {occ.num_sms} SMs",
         estimated_gain_pct=gain,
         evidence={
-            "small_grid_ms_per_step": _per_step(ctx, occ.small_grid_us),
+            "small_grid_ms_per_step": per_step_ms(ctx, small_us),
             "num_sms": occ.num_sms,
             "time_weighted_occupancy_pct": round(occ.time_weighted_occupancy_pct, 1),
             "limiter_ms": {k: round(v / 1000.0, 3) for k, v in sorted(occ.limiter_us.items())},
-            "top_kernels": ctx.top_kernels(occ.small_grid_rows),
+            "top_kernels": ctx.top_kernels(rows),
         },
         fix=(
             "Give the GPU more parallel work: a larger batch, fused or batched small ops "

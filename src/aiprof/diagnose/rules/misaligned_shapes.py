@@ -6,11 +6,7 @@ from __future__ import annotations
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.diagnose.rule import Rule
-
-
-def _per_step(ctx: Context, us: float) -> float:
-    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
+from aiprof.diagnose.rule import Rule, per_step_ms
 
 
 def change(ctx: Context) -> Change | None:
@@ -52,7 +48,7 @@ def find(ctx: Context) -> Finding | None:
         title=f"{len(shapes.ops)} GEMM/conv calls have dimensions off the tensor-core multiple",
         estimated_gain_pct=gain,
         evidence={
-            "misaligned_kernel_ms_per_step": _per_step(ctx, shapes.kernel_us),
+            "misaligned_kernel_ms_per_step": per_step_ms(ctx, shapes.kernel_us),
             "num_checked_ops": shapes.num_checked_ops,
             "top_ops": top,
         },

@@ -6,12 +6,7 @@ from __future__ import annotations
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.diagnose.rule import Rule
-
-
-def _per_step(ctx: Context, us: float) -> float:
-    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
-
+from aiprof.diagnose.rule import Rule, per_step_ms
 
 _TF32_FIX = (
     "Use tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
@@ -54,8 +49,8 @@ def find(ctx: Context) -> Finding | None:
         title=f"{tc.fp32_pct_of_gemm:.0f}% of matmul/conv time runs in FP32 on CUDA cores",
         estimated_gain_pct=gain,
         evidence={
-            "fp32_gemm_ms_per_step": _per_step(ctx, tc.fp32_us),
-            "gemm_ms_per_step": _per_step(ctx, tc.gemm_us),
+            "fp32_gemm_ms_per_step": per_step_ms(ctx, tc.fp32_us),
+            "gemm_ms_per_step": per_step_ms(ctx, tc.gemm_us),
             "fp32_peak_tflops": round(fp32_peak / 1e12, 1),
             f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
             "top_kernels": ctx.top_kernels(tc.fp32_rows),

@@ -8,11 +8,7 @@ import numpy as np
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
-from aiprof.diagnose.rule import Rule
-
-
-def _per_step(ctx: Context, us: float) -> float:
-    return round(us / max(len(ctx.trace.steps), 1) / 1000.0, 3)
+from aiprof.diagnose.rule import Rule, per_step_ms
 
 
 def change(ctx: Context) -> Change | None:
@@ -42,7 +38,7 @@ def find(ctx: Context) -> Finding | None:
         title=f"{len(chains)} chains of {ctx.chains.num_kernels} memory-bound kernels to fuse",
         estimated_gain_pct=gain,
         evidence={
-            "chain_ms_per_step": _per_step(ctx, ctx.chains.chain_us),
+            "chain_ms_per_step": per_step_ms(ctx, ctx.chains.chain_us),
             "num_chains": len(chains),
             "longest_chain_kernels": max(len(c.rows) for c in chains),
             "traffic_saved_mb": round(sum(known) / 1e6, 1) if known else None,

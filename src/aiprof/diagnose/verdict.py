@@ -1,0 +1,57 @@
+"""The verdict: the top cause, and what every fix at once would gain (one replay, not a sum)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.replay import Change, combine
+
+
+def all_fixes(changes: list[Change]) -> Change:
+    """One change applying every fix; an op two fixes shorten gets the shorter duration."""
+    merged = combine(*changes)
+    durations: dict[int, float] = {}
+    for change in changes:
+        for row, dur in change.gpu_dur_us.items():
+            durations[row] = min(dur, durations.get(row, dur))
+    return replace(merged, gpu_dur_us=durations)
+
+
+def combined_gain_pct(ctx: Context | None, findings: list[Finding]) -> float:
+    """Every finding's fix applied at once: one replay of all their changes; the gains that do
+    not come from the replay (communication on a CPU-only run, stragglers) then come off the
+    step it leaves. Never above the sum of the parts, nor 100."""
+    changes = [f.change for f in findings if f.change is not None]
+    replayed = ctx.gain_pct(all_fixes(changes)) if ctx is not None and changes else 0.0
+    outside = [f.estimated_gain_pct for f in findings if f.change is None]
+    remaining = (100.0 - replayed) * math.prod(1.0 - min(g, 100.0) / 100.0 for g in outside)
+    total = sum(f.estimated_gain_pct for f in findings)
+    return float(max(0.0, min(100.0 - remaining, total, 100.0)))
+
+
+def verdict(findings: list[Finding], options: DiagnoseOptions, analysed: bool, step_us: float,
+            combined_pct: float) -> str:
+    """One sentence: the top cause and all fixes together, or that nothing is worth fixing."""
+    if not analysed:
+        return "No GPU activity in the trace: nothing to diagnose on the device side."
+    worth = [f for f in findings if f.estimated_gain_pct >= options.worth_fixing_pct]
+    if not worth:
+        largest = (
+            f" (largest: {findings[0].category}, {findings[0].estimated_gain_pct:.1f}%)"
+            if findings
+            else ""
+        )
+        return (f"Nothing worth fixing: no cause would save {options.worth_fixing_pct:g}% or "
+                f"more of the {step_us / 1000:.2f} ms step{largest}.")
+    top = worth[0]
+    outside = sorted({f.category for f in findings if f.change is None})
+    how = "one replay with every fix applied" + (
+        f", then {' and '.join(outside)} on the step it leaves" if outside else "")
+    together = (f"; all {len(findings)} fixes together: {combined_pct:.0f}% ({how})"
+                if len(findings) > 1 else "")
+    return (f"Step {step_us / 1000:.2f} ms; fix {top.category} first: up to "
+            f"{top.estimated_gain_pct:.0f}% of the step ({len(worth)} finding(s) above "
+            f"{options.worth_fixing_pct:g}%{together}).")
