@@ -2,8 +2,8 @@
 
     python benchmarks/diagnose_score.py [FOLDER] [--plain] [--markdown] [--json]
 
-FOLDER holds ``labels*.json`` and the traces (or the ``traces-*.tar`` the suite script wrote,
-unpacked here into a temporary folder); it defaults to the committed suite under
+FOLDER holds ``labels*.json`` and the traces (or the ``traces-*.tar`` and ``plain-*.tar`` the suite
+script wrote, unpacked here into a temporary folder); it defaults to the committed suite under
 ``tests/data/diagnose/counterfactual``. Each workload's ``aiprof.profile`` record (``--plain``:
 its plain torch.profiler trace) goes through ``aiprof.diagnose.diagnose``; the findings'
 categories and estimated gains are checked with ``aiprof.evaluation.score``: top-1, gain within
@@ -126,8 +126,9 @@ def as_json(s: SuiteScore, errors: dict[str, str]) -> str:
 
 
 def unpacked(folder: Path, into: Path) -> Path:
-    """The folder itself, or a copy with its ``traces-*.tar`` unpacked beside its labels."""
-    tars = sorted(folder.glob("traces-*.tar*"))
+    """The folder itself, or a copy with its ``traces-*.tar`` and ``plain-*.tar`` unpacked
+    beside its labels."""
+    tars = sorted(folder.glob("traces-*.tar*")) + sorted(folder.glob("plain-*.tar*"))
     if not tars:
         return folder
     for path in sorted(folder.glob("labels*.json")):

@@ -4,13 +4,15 @@ measured on each, and traces of each planted base.
     OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --part 1
     OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --part 2
     OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --smoke   # CPU, tiny
+    OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --tag extra W1 W2
 
 Each part stays under 9 minutes on one H200: it stops starting new workloads after
 ``--budget-s`` seconds (default 390) and stops compiling after ``--compile-budget-s`` seconds
 of compilation (default 100; workloads whose compile is skipped say so). Writes, under
-``$OUT/counterfactual/``, ``labels-<part>.json`` (rewritten after every workload) and
-``traces-<part>.tar`` (the base's plain torch.profiler trace ``<w>.torch.trace.json.gz`` and
-its ``aiprof.profile`` record ``<w>.aiprof/``, two recorded steps each, record_shapes on).
+``$OUT/counterfactual/``, ``labels-<part>.json`` (rewritten after every workload),
+``traces-<part>.tar`` (each base's ``aiprof.profile`` record ``<w>.aiprof/``, two recorded
+steps) and ``plain-<part>.tar`` (its plain torch.profiler trace ``<w>.torch.trace.json.gz``,
+one step), record_shapes on.
 Protocol: ``counterfactual/protocol.py``; workloads and their planted causes:
 ``counterfactual/{hf,vision,custom}.py``; fixes and the category each is the truth for:
 ``counterfactual/knobs.py``. Needs torch, transformers and torchvision; no download (models
@@ -182,12 +184,17 @@ def on_alarm(signum: int, frame: object) -> None:
     raise TimeoutError(f"workload still running after {CASE_TIMEOUT_S} s")
 
 
-def pack(traces: Path, tar_path: Path) -> None:
-    partial = tar_path.with_suffix(".partial")
-    with tarfile.open(partial, "w") as tar:
-        for item in sorted(traces.iterdir()):
-            tar.add(item, arcname=item.name)
-    partial.replace(tar_path)
+def pack(traces: Path, out: Path, tag: str) -> None:
+    """The aiprof records into ``traces-<tag>.tar`` and the plain traces into
+    ``plain-<tag>.tar``: two files, so that each stays well under 16 MiB."""
+    for name, keep in ((f"traces-{tag}.tar", lambda p: p.is_dir()),
+                       (f"plain-{tag}.tar", lambda p: p.is_file())):
+        partial = out / f"{name}.partial"
+        with tarfile.open(partial, "w") as tar:
+            for item in sorted(traces.iterdir()):
+                if keep(item):
+                    tar.add(item, arcname=item.name)
+        partial.replace(out / name)
 
 
 def chosen(args: argparse.Namespace) -> list[Workload]:
@@ -217,7 +224,9 @@ def main(argv: list[str]) -> int:
                         help="tiny sizes, 2 workloads per kind, no CUDA graph or compile")
     parser.add_argument("--budget-s", type=float, default=390.0)
     parser.add_argument("--compile-budget-s", type=float, default=100.0)
-    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--tag", help="output names' suffix (default: part1, part2, all or "
+                        "smoke; give one when re-running named workloads, not to overwrite)")
+    parser.add_argument("cases", nargs="*", help="workloads to run (default: the part's)")
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu" and not args.smoke:
@@ -225,7 +234,8 @@ def main(argv: list[str]) -> int:
         return 0
     out = Path(os.environ.get("OUT", "out")) / "counterfactual"
     out.mkdir(parents=True, exist_ok=True)
-    tag = f"part{args.part}" if args.part != "all" else ("smoke" if args.smoke else "all")
+    tag = args.tag or (f"part{args.part}" if args.part != "all"
+                       else ("smoke" if args.smoke else "all"))
     rounds, measure = (2, 3) if args.smoke else (protocol.ROUNDS, protocol.MEASURE)
     # A smoke run checks that every code path runs; on a shared CPU it takes what it takes.
     budget = Budget(float("inf") if args.smoke else args.budget_s, args.compile_budget_s)
@@ -256,7 +266,7 @@ def main(argv: list[str]) -> int:
             row["wall_s"] = round(time.monotonic() - started, 1)
             labels["workloads"].append(row)
             (out / f"labels-{tag}.json").write_text(json.dumps(labels, indent=1))
-            pack(traces, out / f"traces-{tag}.tar")
+            pack(traces, out, tag)
             gains = {f["name"]: f.get("gain_pct") for f in row.get("fixes", [])
                      if f.get("applicable") and "skipped" not in f}
             print(f"counterfactual: {w.name} {row['wall_s']} s base {row.get('base_ms')} ms "
