@@ -30,6 +30,7 @@ from aiprof.evaluation import (
     score_suite,
     score_workload,
 )
+from aiprof.evaluation.labels import merged
 from aiprof.evaluation.score import (
     ACCEPT_FALSE_POSITIVES,
     ACCEPT_GAIN_PCT,
@@ -67,13 +68,13 @@ def _pct(value: float | None) -> str:
 
 def row(w: WorkloadScore) -> list[str]:
     measured = ", ".join(f"{c} {g:.1f}" for c, g in sorted(w.measured_pct.items(),
-                                                            key=lambda kv: -kv[1]) if g > 1.0)
+                                                            key=lambda kv: -kv[1]) if g != 0.0)
     found = ", ".join(f"{c.category} {c.estimated_gain_pct:.1f}" for c in w.claims) or "none"
     top = "n/a" if w.top1_ok is None else ("ok" if w.top1_ok else f"miss ({w.best_category})")
     gains = "; ".join(f"{c.category} {_pct(c.estimated_gain_pct)}/{c.measured_gain_pct:.1f} "
                       f"{'ok' if c.ok else 'miss'}" for c in w.gain_checks) or "n/a"
     fps = ", ".join(f"{c.category} {c.estimated_gain_pct:.1f}" for c in w.false_positives)
-    return [w.workload, measured or "none > 1%", found, top, gains, fps or "0"]
+    return [w.workload, measured or "none measured", found, top, gains, fps or "0"]
 
 
 HEADER = ["workload", "measured fixes (category %)", "findings (category %)", "top-1",
@@ -146,6 +147,8 @@ def main(argv: list[str]) -> int:
                         help="diagnose the plain torch.profiler traces, not the aiprof records")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--merge-into", type=Path, metavar="FILE",
+                        help="also write the parts' labels as one labels file")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"diagnose_score: {args.folder} is not a folder; give the suite's output folder",
@@ -154,6 +157,8 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             result, errors = score(unpacked(args.folder, Path(tmp)), args.plain)
+            if args.merge_into:
+                args.merge_into.write_text(json.dumps(merged(args.folder), indent=1) + "\n")
         except AiprofError as error:
             print(f"diagnose_score: {error}", file=sys.stderr)
             return 2

@@ -157,3 +157,16 @@ def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
     assert suite.top1_pct >= 90.0 and suite.gain_pct >= 80.0 and suite.false_positives == 0, (
         suite.top1_hits, suite.top1_cases, suite.gain_hits, suite.gain_cases,
         suite.false_positives)
+
+
+def test_parts_merge_into_one_labels_file_with_each_workload_once(tmp_path: Path) -> None:
+    from aiprof.evaluation.labels import merged
+
+    measured = {"workload": "w1", "fixes": [], "traces": {"aiprof": "w1.aiprof"}}
+    write_labels(tmp_path, {"device": "H200", "workloads": [
+        {"workload": "w1", "error": "skipped: time budget"}, {"workload": "w2", "fixes": []}]})
+    write_labels(tmp_path, {"device": "H200", "workloads": [measured]}, "labels-rerun.json")
+    doc = merged(tmp_path)
+    assert sorted(doc["parts"]) == ["labels-part1.json", "labels-rerun.json"]
+    assert [w["workload"] for w in doc["workloads"]] == ["w1", "w2"]
+    assert doc["workloads"][0] == measured

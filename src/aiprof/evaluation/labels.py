@@ -69,22 +69,45 @@ def _from_single_fix(doc: dict[str, Any], folder: Path) -> list[LabelledWorkload
     return out
 
 
-def load_suite(folder: Path) -> list[LabelledWorkload]:
-    """Every labelled workload of a suite folder whose trace is present."""
+def _documents(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     files = sorted(folder.glob("labels*.json"))
     if not files:
         raise InputError(f"{folder}: no labels*.json; give the folder the counterfactual "
                          "suite (or the diagnose suite) wrote")
-    workloads = []
+    docs = []
     for path in files:
         try:
-            doc = json.loads(path.read_text())
+            docs.append((path, json.loads(path.read_text())))
         except (OSError, ValueError) as error:
             raise InputError(f"{path}: not a readable labels file ({error})") from error
+    return docs
+
+
+def merged(folder: Path) -> dict[str, Any]:
+    """One labels document from the suite's per-part files (``labels-part1.json``, ...): each
+    part's header under ``parts``, every workload once (a measured row replaces a skipped one,
+    a later file's row an earlier one's)."""
+    parts, rows = {}, {}
+    for path, doc in _documents(folder):
+        if "workloads" not in doc:
+            raise InputError(f"{path}: no 'workloads'; not a counterfactual suite's labels")
+        parts[path.name] = {k: v for k, v in doc.items() if k != "workloads"}
+        for row in doc["workloads"]:
+            if "error" not in row or row["workload"] not in rows:
+                rows[row["workload"]] = row
+    return {"parts": parts, "workloads": list(rows.values())}
+
+
+def load_suite(folder: Path) -> list[LabelledWorkload]:
+    """Every labelled workload of a suite folder whose trace is present (one per name: where
+    two files measured it, the one later in name order)."""
+    workloads = []
+    for path, doc in _documents(folder):
         if "workloads" in doc:
             workloads += _from_suite(doc, folder)
         elif "cases" in doc:
             workloads += _from_single_fix(doc, folder)
         else:
             raise InputError(f"{path}: neither 'workloads' nor 'cases'; not a suite's labels")
-    return [w for w in workloads if w.trace.exists()]
+    by_name = {w.name: w for w in workloads}  # a re-run (labels-<tag>.json) replaces a row
+    return [w for w in by_name.values() if w.trace.exists()]
