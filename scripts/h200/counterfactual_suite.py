@@ -229,6 +229,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("cases", nargs="*", help="workloads to run (default: the part's)")
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.smoke:  # on a shared CPU, intra-op threads oversubscribe it (20x slower steps)
+        torch.set_num_threads(1)
     if device == "cpu" and not args.smoke:
         print("counterfactual: no CUDA device; run with --smoke for the CPU check")
         return 0
@@ -274,6 +276,7 @@ def main(argv: list[str]) -> int:
             gc.collect()
             if device == "cuda":
                 torch.cuda.empty_cache()
+        (out / f"labels-{tag}.json").write_text(json.dumps(labels, indent=1))  # with skips
     print(f"counterfactual: {len(labels['workloads'])} workloads in "
           f"{time.monotonic() - budget.began:.0f} s -> {out}")
     return 0
