@@ -17,6 +17,39 @@ ROOT = Path(__file__).parents[2]
 SCRIPT = ROOT / "scripts" / "h200" / "counterfactual_suite.py"
 
 
+def suite_module() -> object:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import counterfactual_suite  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return counterfactual_suite
+
+
+def test_the_suite_is_what_issue_15_asks_for() -> None:
+    suite = suite_module()
+    workloads = suite.WORKLOADS  # type: ignore[attr-defined]
+    names = [w.name for w in workloads]
+    assert len(set(names)) == len(names) >= 24
+    assert {w.kind for w in workloads} == {"transformers", "torchvision", "custom"}
+    assert {w.mode for w in workloads} == {"train", "infer"}
+    assert sum(len(w.causes) >= 2 for w in workloads) >= 4
+    parts = suite.PARTS  # type: ignore[attr-defined]
+    assert sorted(parts["1"] + parts["2"]) == sorted(names)
+    categories = {f.name: f.category for f in suite.FIXES}  # type: ignore[attr-defined]
+    assert categories == {
+        "cuda_graph": "cpu_bound", "compile": "unfused_elementwise",
+        "tf32": "tensor_cores_unused", "bf16_autocast": "tensor_cores_unused",
+        "channels_last": "layout_conversion", "sdpa": "unfused_elementwise",
+        "padded_shapes": "misaligned_shapes", "loader_workers": "dataloader",
+        "host_prep_workers": "dataloader", "pinned_prefetch": "h2d_transfer",
+        "sync_free": "host_sync", "no_empty_cache": "allocator_churn"}
+    for w in workloads:  # every planted cause is a fix that changes the workload
+        for cause in w.causes:
+            fix = next(f for f in suite.FIXES if f.name == cause)  # type: ignore[attr-defined]
+            assert w.applicability(fix) == "", (w.name, cause)
+
+
 @pytest.mark.slow
 def test_smoke_run_writes_labels_and_traces_the_score_reads(tmp_path: Path) -> None:
     env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": str(ROOT / "src")}
