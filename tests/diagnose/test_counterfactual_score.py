@@ -170,3 +170,19 @@ def test_parts_merge_into_one_labels_file_with_each_workload_once(tmp_path: Path
     assert sorted(doc["parts"]) == ["labels-part1.json", "labels-rerun.json"]
     assert [w["workload"] for w in doc["workloads"]] == ["w1", "w2"]
     assert doc["workloads"][0] == measured
+
+
+MISSES = {"a": (0, 0), "b": (0, 1), "d": (1, 0)}
+"""Top-1 and gain misses of the other recordings of the one-fix suite, as
+test_real_traces.KNOWN_MISSES lists them case by case (b: the .item() gain; d: empty_cache's
+top finding)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MISSES))
+def test_one_fix_suites_score_their_known_misses(name: str) -> None:
+    suite = suite_score(DATA / "more_suites" / name)
+    top_misses, gain_misses = MISSES[name]
+    assert suite.top1_cases - suite.top1_hits == top_misses
+    assert suite.gain_cases - suite.gain_hits == gain_misses
+    assert suite.false_positives == 0
