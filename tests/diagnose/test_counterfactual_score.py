@@ -1,0 +1,188 @@
+"""The score of issue 15: its three checks on hand-built labels, and the diagnosis scored on
+the recorded suites (the counterfactual suite once recorded, the one-fix-per-case suite now)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiprof.diagnose import diagnose
+from aiprof.errors import InputError
+from aiprof.evaluation import Claim, MeasuredFix, load_suite, score_suite, score_workload
+from aiprof.evaluation.score import SuiteScore
+
+DATA = Path(__file__).parents[1] / "data" / "diagnose"
+COUNTERFACTUAL = DATA / "counterfactual"
+
+
+def fix(category: str, gain: float | None, name: str = "") -> MeasuredFix:
+    return MeasuredFix(name or category, category, gain)
+
+
+FIXES = [fix("cpu_bound", 3.0), fix("tensor_cores_unused", 12.0, "tf32"),
+         fix("tensor_cores_unused", 40.0, "bf16"), fix("dataloader", 0.0),
+         fix("host_sync", None), fix("layout_conversion", 5.0)]
+
+
+def test_a_category_is_measured_by_its_best_fix_and_unknown_fixes_are_left_out() -> None:
+    score = score_workload("w", FIXES, [])
+    assert score.measured_pct == {"cpu_bound": 3.0, "tensor_cores_unused": 40.0,
+                                  "dataloader": 0.0, "layout_conversion": 5.0}
+
+
+def test_top1_is_the_category_of_the_best_fix() -> None:
+    hit = score_workload("w", FIXES, [Claim("tensor_cores_unused", 30.0), Claim("cpu_bound", 2.0)])
+    miss = score_workload("w", FIXES, [Claim("cpu_bound", 30.0),
+                                       Claim("tensor_cores_unused", 20.0)])
+    silent = score_workload("w", FIXES, [])
+    assert (hit.best_category, hit.top1_ok) == ("tensor_cores_unused", True)
+    assert miss.top1_ok is False and silent.top1_ok is False
+
+
+def test_top1_does_not_apply_below_15_pct() -> None:
+    small = [fix("cpu_bound", 14.9), fix("host_sync", 3.0)]
+    assert score_workload("w", small, [Claim("host_sync", 1.0)]).top1_ok is None
+    assert score_workload("w", [fix("cpu_bound", 15.0)], [Claim("cpu_bound", 1.0)]).top1_ok
+
+
+def test_gain_is_within_30_pct_relative_of_the_measured_gain() -> None:
+    def check(estimate: float | None) -> bool:
+        claims = [] if estimate is None else [Claim("tensor_cores_unused", estimate)]
+        (only,) = [c for c in score_workload("w", FIXES, claims).gain_checks
+                   if c.category == "tensor_cores_unused"]
+        return only.ok
+
+    assert check(52.0) and check(28.0) and check(40.0)
+    assert not check(52.5) and not check(27.5) and not check(None)
+
+
+def test_gain_checks_only_fixes_above_5_pct() -> None:
+    checks = score_workload("w", FIXES + [fix("allocator_churn", 5.1)], []).gain_checks
+    assert [c.category for c in checks] == ["allocator_churn", "tensor_cores_unused"]
+    assert all(c.estimated_gain_pct is None and not c.ok for c in checks)
+
+
+def test_false_positive_is_a_claim_over_10_pct_on_a_fix_of_5_pct_or_less() -> None:
+    claims = [Claim("tensor_cores_unused", 40.0), Claim("cpu_bound", 10.5),
+              Claim("dataloader", 11.0), Claim("layout_conversion", 10.0),
+              Claim("host_sync", 50.0), Claim("low_occupancy", 20.0)]
+    score = score_workload("w", FIXES, claims)
+    # cpu_bound measured 3%, dataloader 0% (nothing to change); layout_conversion claims only
+    # 10.0 (not > 10); host_sync's fix is unknown and low_occupancy has none: no check.
+    assert [c.category for c in score.false_positives] == ["cpu_bound", "dataloader"]
+    assert [c.category for c in score.unmeasured_claims] == ["host_sync", "low_occupancy"]
+    assert not score_workload("w", [fix("cpu_bound", 5.1)],
+                              [Claim("cpu_bound", 50.0)]).false_positives
+
+
+def test_suite_totals_and_acceptance() -> None:
+    good = score_workload("a", [fix("cpu_bound", 60.0)], [Claim("cpu_bound", 55.0)])
+    wrong = score_workload("b", [fix("cpu_bound", 2.0), fix("dataloader", 30.0)],
+                           [Claim("cpu_bound", 40.0), Claim("dataloader", 30.0)])
+    suite = score_suite([good, wrong])
+    assert (suite.top1_hits, suite.top1_cases) == (1, 2)
+    assert (suite.gain_hits, suite.gain_cases) == (2, 2)
+    assert suite.false_positives == 1 and not suite.accepted
+    assert score_suite([good]).accepted and not SuiteScore(()).accepted
+
+
+def write_labels(folder: Path, doc: dict[str, object], name: str = "labels-part1.json") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(doc))
+
+
+def test_suite_labels_read_every_fix_and_skip_workloads_without_traces(tmp_path: Path) -> None:
+    fixes = [{"name": "tf32", "category": "tensor_cores_unused", "applicable": True,
+              "gain_pct": 41.5},
+             {"name": "cuda_graph", "category": "cpu_bound", "applicable": True,
+              "skipped": "not capturable: a DataLoader", "gain_pct": None},
+             {"name": "sdpa", "category": "unfused_elementwise", "applicable": False,
+              "reason": "no attention in the model", "gain_pct": 0.0}]
+    doc = {"workloads": [
+        {"workload": "w1", "causes": ["tf32"], "fixes": fixes,
+         "traces": {"torch": "w1.torch.trace.json.gz", "aiprof": "w1.aiprof"}},
+        {"workload": "w2", "causes": [], "fixes": fixes,
+         "traces": {"torch": "w2.torch.trace.json.gz", "aiprof": "w2.aiprof"}},
+        {"workload": "w3", "error": "TimeoutError()"}]}
+    write_labels(tmp_path, doc)
+    (tmp_path / "w1.aiprof").mkdir()
+    (only,) = load_suite(tmp_path)
+    assert only.name == "w1" and only.trace == tmp_path / "w1.aiprof"
+    assert [(f.name, f.gain_pct) for f in only.fixes] == [
+        ("tf32", 41.5), ("cuda_graph", None), ("sdpa", 0.0)]
+    assert only.fixes[1].note.startswith("not capturable")
+
+
+def test_labels_that_are_not_a_suite_are_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no labels"):
+        load_suite(tmp_path)
+    write_labels(tmp_path, {"something": []}, "labels.json")
+    with pytest.raises(InputError, match="not a suite"):
+        load_suite(tmp_path)
+
+
+def suite_score(folder: Path) -> SuiteScore:
+    scores = []
+    for workload in load_suite(folder):
+        claims = [Claim(f.category, f.estimated_gain_pct)
+                  for f in diagnose(workload.trace).findings]
+        scores.append(score_workload(workload.name, workload.fixes, claims))
+    return score_suite(scores)
+
+
+def test_one_fix_suite_scores_as_its_own_checks() -> None:
+    """The H200 suite of one planted fix per case (labels.json), read as counterfactual labels
+    whose other fixes are unknown: every planted case is in the top-1 and gain checks, as
+    test_real_traces checks them case by case, and no claim can be a false positive."""
+    cases = [c for c in json.loads((DATA / "labels.json").read_text())["cases"]
+             if c["category"] != "none"]
+    suite = suite_score(DATA)
+    assert suite.gain_cases == sum(c["gain_pct"] > 5 for c in cases) == len(suite.workloads)
+    assert suite.top1_cases == sum(c["gain_pct"] >= 15 for c in cases)
+    assert suite.false_positives == 0
+    assert suite.accepted, (suite.top1_hits, suite.gain_hits)
+
+
+needs_counterfactual = pytest.mark.skipif(
+    not list(COUNTERFACTUAL.glob("labels*.json")),
+    reason="the counterfactual suite has not been recorded on the H200 yet")
+
+
+@needs_counterfactual
+def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
+    suite = suite_score(COUNTERFACTUAL)
+    assert len(suite.workloads) >= 24
+    assert suite.top1_pct >= 90.0 and suite.gain_pct >= 80.0 and suite.false_positives == 0, (
+        suite.top1_hits, suite.top1_cases, suite.gain_hits, suite.gain_cases,
+        suite.false_positives)
+
+
+def test_parts_merge_into_one_labels_file_with_each_workload_once(tmp_path: Path) -> None:
+    from aiprof.evaluation.labels import merged
+
+    measured = {"workload": "w1", "fixes": [], "traces": {"aiprof": "w1.aiprof"}}
+    write_labels(tmp_path, {"device": "H200", "workloads": [
+        {"workload": "w1", "error": "skipped: time budget"}, {"workload": "w2", "fixes": []}]})
+    write_labels(tmp_path, {"device": "H200", "workloads": [measured]}, "labels-rerun.json")
+    doc = merged(tmp_path)
+    assert sorted(doc["parts"]) == ["labels-part1.json", "labels-rerun.json"]
+    assert [w["workload"] for w in doc["workloads"]] == ["w1", "w2"]
+    assert doc["workloads"][0] == measured
+
+
+MISSES = {"a": (0, 0), "b": (0, 1), "d": (1, 0)}
+"""Top-1 and gain misses of the other recordings of the one-fix suite, as
+test_real_traces.KNOWN_MISSES lists them case by case (b: the .item() gain; d: empty_cache's
+top finding)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MISSES))
+def test_one_fix_suites_score_their_known_misses(name: str) -> None:
+    suite = suite_score(DATA / "more_suites" / name)
+    top_misses, gain_misses = MISSES[name]
+    assert suite.top1_cases - suite.top1_hits == top_misses
+    assert suite.gain_cases - suite.gain_hits == gain_misses
+    assert suite.false_positives == 0

@@ -1,0 +1,73 @@
+"""The counterfactual suite's script on CPU (--smoke): what it writes is what the score reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from aiprof.evaluation import load_suite
+
+ROOT = Path(__file__).parents[2]
+SCRIPT = ROOT / "scripts" / "h200" / "counterfactual_suite.py"
+
+
+def suite_module() -> object:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import counterfactual_suite  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return counterfactual_suite
+
+
+def test_the_suite_is_what_issue_15_asks_for() -> None:
+    suite = suite_module()
+    workloads = suite.WORKLOADS  # type: ignore[attr-defined]
+    names = [w.name for w in workloads]
+    assert len(set(names)) == len(names) >= 24
+    assert {w.kind for w in workloads} == {"transformers", "torchvision", "custom"}
+    assert {w.mode for w in workloads} == {"train", "infer"}
+    assert sum(len(w.causes) >= 2 for w in workloads) >= 4
+    parts = suite.PARTS  # type: ignore[attr-defined]
+    assert sorted(parts["1"] + parts["2"]) == sorted(names)
+    categories = {f.name: f.category for f in suite.FIXES}  # type: ignore[attr-defined]
+    assert categories == {
+        "cuda_graph": "cpu_bound", "compile": "unfused_elementwise",
+        "tf32": "tensor_cores_unused", "bf16_autocast": "tensor_cores_unused",
+        "channels_last": "layout_conversion", "sdpa": "unfused_elementwise",
+        "padded_shapes": "misaligned_shapes", "loader_workers": "dataloader",
+        "host_prep_workers": "dataloader", "pinned_prefetch": "h2d_transfer",
+        "sync_free": "host_sync", "no_empty_cache": "allocator_churn"}
+    for w in workloads:  # every planted cause is a fix that changes the workload
+        for cause in w.causes:
+            fix = next(f for f in suite.FIXES if f.name == cause)  # type: ignore[attr-defined]
+            assert w.applicability(fix) == "", (w.name, cause)
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_labels_and_traces_the_score_reads(tmp_path: Path) -> None:
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "mlp_deep_b32_infer"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = tmp_path / "counterfactual"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "labels-smoke.json", "plain-smoke.tar", "traces-smoke.tar"]
+    for name in ("plain-smoke.tar", "traces-smoke.tar"):
+        with tarfile.open(out / name) as tar:
+            tar.extractall(out, filter="data")
+    (only,) = load_suite(out)
+    fixes = {f.name: f for f in only.fixes}
+    assert len(fixes) == 12 and fixes["tf32"].gain_pct is not None
+    assert fixes["cuda_graph"].gain_pct is None  # no CUDA device
+    assert fixes["loader_workers"].gain_pct == 0.0  # nothing to change: no DataLoader
+    assert only.plain_trace is not None and only.plain_trace.is_file()
+    assert (only.trace / "rank0.trace.json.gz").is_file()
+    row = json.loads((out / "labels-smoke.json").read_text())["workloads"][0]
+    assert row["causes"] == ["cuda_graph"] and len(row["base_rounds_ms"]) == 2
