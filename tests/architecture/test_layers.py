@@ -22,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "forked": {"errors"},
     "factory": {"errors"},
     "optional": {"errors"},
+    "evaluation": BASE,
     "hardware": BASE,
     "trace": BASE | {"forked"},
     "record": BASE | {"trace"},
@@ -41,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
 """What each package may import; the top (``cli``, ``demo``, the package face) may import all."""
 TOP = {"cli", "demo", "__init__"}
 TORCH_FREE = {"errors", "jsontext", "forked", "hardware", "trace", "record", "gpu", "tensor",
-              "inference", "analysis", "distributed", "diagnose", "report"}
+              "inference", "analysis", "distributed", "diagnose", "report", "evaluation"}
 """Packages that never import torch: a trace from a GPU cluster is analyzed on a laptop."""
 
 
