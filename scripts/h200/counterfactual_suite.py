@@ -151,8 +151,13 @@ def run_workload(w: Workload, device: str, smoke: bool, budget: Budget, traces: 
         rows[name].update(summarise(name, times[name], times["base"]))
     protocol.torch_trace(base, w.warmup(w.base), traces / f"{w.name}.torch.trace.json.gz",
                          device)
-    capture_ms = protocol.aiprof_record(base, w.warmup(w.base), traces / f"{w.name}.aiprof",
-                                        w.name, device)
+    try:  # a failed capture keeps the measured fixes
+        capture_ms = protocol.aiprof_record(base, w.warmup(w.base), traces / f"{w.name}.aiprof",
+                                            w.name, device)
+        capture_error = ""
+    except Exception as error:
+        traceback.print_exc()
+        capture_ms, capture_error = [], f"{error!r}"[:400]
     return {
         "workload": w.name, "kind": w.kind, "mode": w.mode, "description": w.description,
         "causes": list(w.causes),
@@ -162,6 +167,7 @@ def run_workload(w: Workload, device: str, smoke: bool, budget: Budget, traces: 
         "base_ms": round(statistics.median(times["base"]), 4),
         "base_rounds_ms": [round(t, 4) for t in times["base"]],
         "capture_unprofiled_step_ms": [round(t, 4) for t in capture_ms],
+        "capture_error": capture_error,
         "traces": {"torch": f"{w.name}.torch.trace.json.gz", "aiprof": f"{w.name}.aiprof"},
         "fixes": list(rows.values()),
     }
