@@ -53,15 +53,17 @@ class Protocol:
 
 
 def schedule(labels: list[str], rounds: int) -> list[tuple[int, str]]:
-    """``(round, label)`` in run order: each round starts with the base, then every other
-    variant, their order rotated by one each round (no fix always runs right after the base,
-    so a warming or cooling machine does not favour one)."""
+    """``(round, label)`` in run order. Even rounds run the base first, odd rounds last (so a
+    machine that warms up or slows down along the trial biases the paired ratios one way in
+    one round and the other way in the next); the other variants' order is rotated by one
+    each round (no fix always sits next to the base)."""
     others = [label for label in labels if label != BASE]
     order: list[tuple[int, str]] = []
     for round_index in range(rounds):
         shift = round_index % len(others) if others else 0
         rotated = others[shift:] + others[:shift]
-        order.extend((round_index, label) for label in [BASE, *rotated])
+        labels_in_round = [BASE, *rotated] if round_index % 2 == 0 else [*rotated, BASE]
+        order.extend((round_index, label) for label in labels_in_round)
     return order
 
 
