@@ -24,18 +24,21 @@ def read_ceilings(args: argparse.Namespace) -> Any:
 
     if args.ceilings is not None:
         return load_ceilings(args.ceilings)
-    beside = Path(args.target) / "ceilings.json"
+    beside = Path(args.target or ".") / "ceilings.json"
     return load_ceilings(beside) if beside.is_file() else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="TRACE_OR_RUN",
+    from aiprof.cli._diagnose_try import add_try_arguments
+
+    parser.add_argument("target", metavar="TRACE_OR_RUN", nargs="?",
                         help="a trace file, a directory of rank traces, or a run record")
     parser.add_argument("--json", action="store_true", help="print the aiprof.diagnosis/1 JSON")
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
                         help="drop findings whose estimated gain is below PCT (default 1)")
     add_ceilings_argument(parser)
     add_profiler_arguments(parser)
+    add_try_arguments(parser)
 
 
 def add_profiler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,8 +68,14 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
 
+    if args.target is None and not args.try_fixes:
+        raise InputError("give a trace or run record, or --try -- python train.py")
     options = DiagnoseOptions(min_gain_pct=args.min_gain, ceilings=read_ceilings(args),
                               **profiler_options(args))
+    if args.try_fixes:
+        from aiprof.cli._diagnose_try import run_with_try
+
+        return run_with_try(args, options)
     result = diagnose(args.target, options)
     if args.json:
         print(dumps(result.document()))

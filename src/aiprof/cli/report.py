@@ -36,6 +36,13 @@ def run(args: argparse.Namespace) -> int:
     options = DiagnoseOptions(ceilings=read_ceilings(args), **profiler_options(args))
     title = f"aiprof report: {Path(args.target).name}"
     data = report_data(load_traces(args.target), title, options)
+    if Path(args.target).is_dir():
+        from dataclasses import replace
+
+        from aiprof.record.runrecord import resolve_run_dir
+        from aiprof.trial.record import read_try_record
+
+        data = replace(data, trial=read_try_record(resolve_run_dir(args.target)))
     try:
         args.output.write_text(render_report(data), encoding="utf-8")
     except OSError as error:

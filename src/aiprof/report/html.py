@@ -18,6 +18,7 @@ from aiprof.report.html_assets import CSS, JS
 from aiprof.report.jsonout import dumps
 from aiprof.report.profiler_text import profiler_line
 from aiprof.report.roofline_svg import roofline_svg
+from aiprof.report.try_html import try_fragment
 
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
 
@@ -30,6 +31,7 @@ def render_report(data: ReportData) -> str:
         _overview(data),
         "<h2>Findings</h2>",
         diagnosis_fragment(data.diagnosis),
+        try_fragment(data.trial) if data.trial else "",
         _ranks_table(data) if len(data.ranks) > 1 else "",
         f"<h2>GPU timeline of step {rank.step_number} (rank {rank.summary.rank})</h2>",
         _timeline(rank),
