@@ -64,7 +64,7 @@ def test_a_real_run_gives_the_document_and_a_failing_variant_does_not_stop_the_o
     assert rows["same"]["edited"] is True and rows["same"]["status"] == "measured"
     assert doc["num_processes"] == 2 + 1 + 2 + 2  # tf32 is not run again after failing
     record = next(tmp_path.glob("crash-try-*"))
-    assert json.loads((record / "try.json").read_text()) == doc
+    assert json.loads((record / "try" / "record.json").read_text()) == doc
     assert len(list((record / "try").glob("*.log"))) == doc["num_processes"]
 
 
@@ -95,4 +95,4 @@ def test_ctrl_c_ends_every_child_and_prints_what_was_measured(tmp_path: Path) ->
     assert "interrupted" in out and "Traceback" not in err
     assert not _alive(child)
     record = next(tmp_path.glob("spin-try-*"))
-    assert json.loads((record / "try.json").read_text())["interrupted"] is True
+    assert json.loads((record / "try" / "record.json").read_text())["interrupted"] is True

@@ -1,8 +1,9 @@
-"""The try record: ``try.json`` (the ``aiprof.try/1`` document) in a run directory.
+"""The try record: ``try/record.json`` (the ``aiprof.try/1`` document) in a run directory.
 
-``aiprof try --run-dir RUN`` and ``aiprof diagnose RUN --try`` write it beside the run's
-traces; ``aiprof report RUN`` shows it beside the findings. The variants' logs and result
-files are under ``try/`` next to it.
+``aiprof try --run-dir RUN`` and ``aiprof diagnose RUN --try`` write it into the run record;
+``aiprof report RUN`` shows it beside the findings. It lives in the ``try/`` folder, with
+the variants' logs (``r<round>-<variant>.log``) and result files, because the trace reader
+takes every ``*.json`` at the top of a run directory for a trace.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from typing import Any
 
 from aiprof.errors import InputError
 
-TRY_FILE = "try.json"
 TRY_DIR = "try"
+TRY_FILE = "record.json"
 
 
 def write_try_record(run_dir: Path, document: dict[str, Any]) -> Path:
-    """Write ``run_dir/try.json`` atomically."""
-    path = run_dir / TRY_FILE
-    tmp = run_dir / f".{TRY_FILE}.tmp"
+    """Write ``run_dir/try/record.json`` atomically."""
+    (run_dir / TRY_DIR).mkdir(parents=True, exist_ok=True)
+    path = run_dir / TRY_DIR / TRY_FILE
+    tmp = run_dir / TRY_DIR / f".{TRY_FILE}.tmp"
     try:
         tmp.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         tmp.replace(path)
@@ -31,7 +33,7 @@ def write_try_record(run_dir: Path, document: dict[str, Any]) -> Path:
 
 def read_try_record(run_dir: Path) -> dict[str, Any] | None:
     """The try record of ``run_dir``, or None when there is none (or it is unreadable)."""
-    path = Path(run_dir) / TRY_FILE
+    path = Path(run_dir) / TRY_DIR / TRY_FILE
     if not path.is_file():
         return None
     try:

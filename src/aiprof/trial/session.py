@@ -74,7 +74,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_try(request: TryRequest, *, quiet: bool = False) -> TrialResult:
-    """Run every round (fresh processes), write ``try.json`` and return the result."""
+    """Run every round (fresh processes), write the try record and return the result."""
     specs = variants(request)
     work = request.record_dir / TRY_DIR
     work.mkdir(parents=True, exist_ok=True)
