@@ -15,11 +15,20 @@ and the hand-edited copy are measured with the same protocol in the same interle
 budget for all 8 scripts). Agreement per (script, fix): |aiprof gain - twin gain| <= max(10% of
 |twin gain|, 2 points), the issue's acceptance rule.
 
-Writes ``$OUT/try/suite.json``: the protocol, the machine, per script its ``aiprof.try/1``
-document and per fix both gains, intervals and the agreement. Scripts that would not fit in
-``--budget`` seconds (default 480) are listed as skipped; a script's own ``aiprof try`` gets
-the time left divided by the scripts left as its ``--budget`` (rounds that do not fit are left
-out and the document says so). The try records (logs) go to a temporary directory.
+Writes ``$OUT/try/suite.json`` (``suite-TAG.json`` with ``--tag``): the protocol, the
+machine, per script its ``aiprof.try/1`` document and per fix both gains, intervals and the
+agreement. Scripts that would not fit in ``--budget`` seconds (default 480) are listed as
+skipped; a script's own ``aiprof try`` gets a share of the time left in proportion to its
+variants (compile ones weigh 4) as its ``--budget`` (rounds that do not fit are left out and
+the document says so). All 8 scripts at 3 rounds are about 140 processes: more than 480 s
+on one H200, so run it in two parts, each well under 9 minutes:
+
+    OUT=dir PYTHONPATH=src python3 scripts/h200/try_suite.py --tag a \
+        mlp_train resnet50_train unet_train bert_train
+    OUT=dir PYTHONPATH=src python3 scripts/h200/try_suite.py --tag b \
+        segmentation_train resnet18_infer vit_infer gpt2_train
+
+The try records (logs) go to a temporary directory.
 """
 
 from __future__ import annotations
@@ -61,6 +70,14 @@ AGREE_REL, AGREE_POINTS = 0.10, 2.0
 """The acceptance rule of the issue: within 10% relative or 2 points."""
 MIN_SCRIPT_S = 45.0
 """A script is skipped when less than this is left of the budget."""
+COMPILE_WEIGHT = 4
+"""A compile variant costs about as much as this many others (20-60 s of compilation)."""
+
+
+def weight(name: str) -> int:
+    """The script's share of the budget: its variants (base, fixes, twins), compile heavier."""
+    fixes = list(twins_of(name))
+    return 1 + sum(2 * (COMPILE_WEIGHT if fix == "compile" else 1) for fix in fixes)
 
 
 def twins_of(script: str) -> dict[str, Path]:
@@ -150,6 +167,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=150.0, help="per variant process")
     parser.add_argument("--mode", choices=("twins", "auto"), default="twins")
+    parser.add_argument("--tag", default="", help="write suite-TAG.json (for split runs)")
     args = parser.parse_args()
     names = args.scripts or list(SCRIPTS)
     unknown = [n for n in names if n not in SCRIPTS]
@@ -169,7 +187,7 @@ def main() -> int:
             if left < MIN_SCRIPT_S:
                 skipped.append({"script": name, "reason": f"budget: {left:.0f} s left"})
                 continue
-            share = left / (len(names) - index)
+            share = left * weight(name) / sum(weight(n) for n in names[index:])
             print(f"try_suite: {name} (budget {share:.0f} s)", file=sys.stderr, flush=True)
             results.append(run_script(name, SCRIPTS[name], args, Path(records), share))
             print(json.dumps(results[-1].get("comparison", results[-1]), indent=None)[:2000],
@@ -185,7 +203,8 @@ def main() -> int:
                 "machine": machine(), "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                 "wall_s": round(time.monotonic() - start, 1), "summary": summary,
                 "skipped": skipped, "scripts": results}
-    (out / "suite.json").write_text(json.dumps(document, indent=1) + "\n")
+    name = f"suite-{args.tag}.json" if args.tag else "suite.json"
+    (out / name).write_text(json.dumps(document, indent=1) + "\n")
     print(json.dumps(summary), file=sys.stderr)
     return 0
 
