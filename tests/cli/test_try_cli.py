@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from aiprof.cli.main import main
+from aiprof.trial.catalog import CODE_CHANGES
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "trial" / "workloads"
 REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "capture"
 
 
 def _env() -> dict[str, str]:
@@ -32,6 +35,8 @@ def _env() -> dict[str, str]:
     (["try", "--auto", "--rounds", "0", "--", str(WORKLOADS / "tiny.py")], "--rounds"),
     (["try", "--auto", "--warmup", "1", "--", str(WORKLOADS / "tiny.py")], "--warmup"),
     (["try", "--edited", "oops", "--", str(WORKLOADS / "tiny.py")], "LABEL=SCRIPT"),
+    (["diagnose"], "give a trace or run record, or --try"),
+    (["diagnose", "--try"], "--try needs the script after --"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,6 +71,29 @@ def test_a_real_run_gives_the_document_and_a_failing_variant_does_not_stop_the_o
     record = next(tmp_path.glob("crash-try-*"))
     assert json.loads((record / "try" / "record.json").read_text()) == doc
     assert len(list((record / "try").glob("*.log"))) == doc["num_processes"]
+
+
+@pytest.mark.slow
+def test_diagnose_try_measures_the_fixes_of_the_findings_into_the_run_record(
+        tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "h200_resnet50_run", run)  # layout_conversion, low_occupancy, ...
+    done = subprocess.run(
+        [sys.executable, "-m", "aiprof.cli.main", "diagnose", str(run), "--try", "--json",
+         "--rounds", "1", "--steps", "2", "--warmup", "3", "--",
+         "python", str(WORKLOADS / "tiny.py")],
+        env=_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    estimates = {f["category"]: f["estimated_gain_pct"] for f in doc["diagnosis"]["findings"]}
+    rows = {row["name"]: row for row in doc["try"]["fixes"]}
+    assert set(rows) == {"tf32", "bf16", "channels_last", "compile"}
+    assert rows["channels_last"]["estimated_gain_pct"] == estimates["layout_conversion"]
+    assert rows["channels_last"]["status"] == "not_applicable"  # tiny.py has no conv
+    assert rows["bf16"]["status"] == "measured"
+    assert {"category": "low_occupancy", "change": CODE_CHANGES["low_occupancy"]} in \
+        doc["try"]["not_applied"]
+    assert json.loads((run / "try" / "record.json").read_text()) == doc["try"]
 
 
 def _alive(pid: int) -> bool:
