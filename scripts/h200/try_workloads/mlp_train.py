@@ -1,7 +1,7 @@
 """A deep narrow MLP (many small layers: launch-bound), Adam, and a cautious
 torch.cuda.empty_cache() after every step. FP32.
 
-    python mlp_train.py [--iters 1000] [--batch 256] [--width 256] [--depth 24]
+    python mlp_train.py [--iters 1000] [--batch 256] [--width 256] [--depth 12]
 """
 
 import argparse
@@ -13,7 +13,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--iters", type=int, default=1000)
 parser.add_argument("--batch", type=int, default=256)
 parser.add_argument("--width", type=int, default=256)
-parser.add_argument("--depth", type=int, default=24)
+parser.add_argument("--depth", type=int, default=12)
 args = parser.parse_args()
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
