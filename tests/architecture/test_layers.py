@@ -34,15 +34,17 @@ ALLOWED: dict[str, set[str]] = {
     "diagnose": BASE | {"analysis", "distributed", "forked", "gpu", "hardware", "record", "tensor",
                         "trace"},
     "capture": BASE | {"hardware", "optional", "record", "trace"},
-    "measure": BASE | {"distributed", "factory", "gpu", "hardware", "inference", "optional",
-                       "tensor"},
-    "report": BASE | {"analysis", "capture", "diagnose", "distributed", "gpu", "hardware",
-                      "inference", "measure", "record", "tensor", "trace"},
+    "measure": BASE | {"capture", "distributed", "factory", "forked", "gpu", "hardware",
+                       "inference", "optional", "record", "tensor"},
+    "trial": BASE | {"forked", "record"},
+    "report": BASE | {"analysis", "capture", "diagnose", "distributed", "evaluation", "gpu",
+                      "hardware", "inference", "measure", "record", "tensor", "trace", "trial"},
 }
 """What each package may import; the top (``cli``, ``demo``, the package face) may import all."""
 TOP = {"cli", "demo", "__init__"}
 TORCH_FREE = {"errors", "jsontext", "forked", "hardware", "trace", "record", "gpu", "tensor",
-              "inference", "analysis", "distributed", "diagnose", "report", "evaluation"}
+              "inference", "analysis", "distributed", "diagnose", "report", "evaluation",
+              "trial"}
 """Packages that never import torch: a trace from a GPU cluster is analyzed on a laptop."""
 
 

@@ -8,7 +8,6 @@ private temporary directory (TMPDIR)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -7,13 +7,20 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from aiprof.capture.options import CaptureOptions
 from aiprof.capture.session import CaptureSession, Outcome, import_torch
 from aiprof.record.rundir import ensure_writable, update_latest
 
-_active: list[CaptureSession] = []
+
+class StepReceiver(Protocol):
+    """What ``aiprof.step()`` reports to: a capture session, or an ``aiprof try`` variant."""
+
+    def step(self, source: str = "user", optimizer: object | None = None) -> None: ...
+
+
+_active: list[StepReceiver] = []
 
 
 def step() -> None:
@@ -26,12 +33,12 @@ def step() -> None:
         _active[-1].step("user")
 
 
-def activate(session: CaptureSession) -> None:
-    """Make ``session`` the one ``aiprof.step()`` reports to (used by ``aiprof run``)."""
+def activate(session: StepReceiver) -> None:
+    """Make ``session`` the one ``aiprof.step()`` reports to (``aiprof run``, ``aiprof try``)."""
     _active.append(session)
 
 
-def deactivate(session: CaptureSession) -> None:
+def deactivate(session: StepReceiver) -> None:
     """Undo ``activate``."""
     if session in _active:
         _active.remove(session)

@@ -83,6 +83,13 @@ def parse_target(command: Sequence[str]) -> Target:
     return Target("path", words[0], tuple(words))
 
 
+class StopScript(BaseException):
+    """Raised by a step hook to end the script early (``aiprof try`` after its steps).
+
+    A ``BaseException``, so the script's own ``except Exception`` does not swallow it.
+    """
+
+
 class Terminated(BaseException):
     """Raised in the main thread when SIGTERM arrives, so the record is still written."""
 
@@ -126,7 +133,8 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def _execute(target: Target) -> Outcome:
+def execute(target: Target) -> Outcome:
+    """Run ``target`` as ``python`` would; how it ended (its traceback printed on failure)."""
     try:
         if target.kind == "module":
             runpy.run_module(target.name, run_name="__main__", alter_sys=True)
@@ -134,6 +142,8 @@ def _execute(target: Target) -> Outcome:
             runpy.run_path(target.name, run_name="__main__")
     except SystemExit as done:
         return Outcome(ended="exit", exit_code=_exit_status(done.code))
+    except StopScript:
+        return Outcome(ended="stopped")
     except KeyboardInterrupt:
         return Outcome(ended="interrupted", exit_code=EXIT_INTERRUPTED, error="KeyboardInterrupt")
     except Terminated:
@@ -155,7 +165,7 @@ def _print_user_traceback(error: BaseException) -> None:
 
 
 @contextmanager
-def _script_context(target: Target) -> Iterator[None]:
+def script_context(target: Target) -> Iterator[None]:
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = list(target.argv)
     if target.kind == "path":
@@ -173,8 +183,8 @@ def run_target(target: Target, session: CaptureSession) -> Outcome:
     outcome = Outcome(ended="unknown", exit_code=1)
     session.start()
     try:
-        with _signal_handlers(session), _script_context(target):
-            outcome = _execute(target)
+        with _signal_handlers(session), script_context(target):
+            outcome = execute(target)
     finally:
         with _ignore_interrupts():
             session.stop(outcome)

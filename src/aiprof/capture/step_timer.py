@@ -20,8 +20,9 @@ lazy module loading and compilation happen in them."""
 class StepTimer:
     """Boundary marks of unprofiled steps and the step times between them."""
 
-    def __init__(self, torch: Any) -> None:
+    def __init__(self, torch: Any, discarded: int = DISCARDED_STEPS) -> None:
         self._torch = torch
+        self._discarded = max(1, discarded)
         self.clock = "cuda_events" if torch.cuda.is_available() else "host"
         self._marks: list[Any] = []
 
@@ -35,12 +36,12 @@ class StepTimer:
             self._marks.append(time.perf_counter_ns())
 
     def step_times_us(self) -> list[float]:
-        """Time of each marked step after the first ``DISCARDED_STEPS`` (µs).
+        """Time of each marked step after the first ``discarded`` ones (µs).
 
         The mark at the end of step ``k`` is ``marks[k - 1]``; step ``k`` lasts from the
         previous mark to its own, so the first step (no mark before it) is never timed.
         """
-        marks = self._marks[DISCARDED_STEPS - 1:]
+        marks = self._marks[self._discarded - 1:]
         if len(marks) < 2:
             return []
         if self.clock == "cuda_events":

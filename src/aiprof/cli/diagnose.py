@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_target_argument
+from aiprof.cli._targets import TARGET_HELP
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US
 from aiprof.errors import InputError
 
@@ -22,22 +22,26 @@ def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
 def read_ceilings(args: argparse.Namespace, target: Any) -> Any:
     """The ``--ceilings`` file, else ``ceilings.json`` beside a run record's traces, else None.
 
-    ``target`` is the resolved ``aiprof.record.targets.Target``."""
+    ``target`` is the resolved ``aiprof.record.targets.Target`` (None: no target yet)."""
     from aiprof.tensor.ceilings_model import load_ceilings
 
     if args.ceilings is not None:
         return load_ceilings(args.ceilings)
-    beside = target.ceilings_file
+    beside = target.ceilings_file if target is not None else None
     return load_ceilings(beside) if beside is not None else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_target_argument(parser)
+    from aiprof.cli._diagnose_try import add_try_arguments
+
+    parser.add_argument("target", metavar="TRACE", nargs="?",
+                        help=TARGET_HELP + "; none with --try (the run it captures)")
     parser.add_argument("--json", action="store_true", help="print the aiprof.diagnosis/1 JSON")
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="PCT",
                         help="drop findings whose estimated gain is below PCT (default 1)")
     add_ceilings_argument(parser)
     add_profiler_arguments(parser)
+    add_try_arguments(parser)
 
 
 def add_profiler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,9 +72,15 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
 
-    target = resolve(args.target)
+    if args.target is None and not args.try_fixes:
+        raise InputError("give a trace or run record, or --try -- python train.py")
+    target = resolve(args.target) if args.target is not None else None
     options = DiagnoseOptions(min_gain_pct=args.min_gain, ceilings=read_ceilings(args, target),
                               **profiler_options(args))
+    if args.try_fixes:
+        from aiprof.cli._diagnose_try import run_with_try
+
+        return run_with_try(args, options)
     result = diagnose(load_traces(args.target), options)
     if args.json:
         print(dumps(result.document()))

@@ -43,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
     run_dir = target.run_dir
     samples = read_samples(run_dir / SAMPLES_FILE) if run_dir is not None else empty_samples()
     views = rank_views(traces.rank(data.ranks[0].summary.rank), samples.columns)
+    if run_dir is not None:
+        from dataclasses import replace
+
+        from aiprof.trial.record import read_try_record
+
+        data = replace(data, trial=read_try_record(run_dir))
     try:
         args.output.write_text(render_report(data, views), encoding="utf-8")
     except OSError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,8 @@ class ReportData:
     title: str
     diagnosis: Diagnosis
     ranks: list[RankView]
+    trial: dict[str, Any] | None = None
+    """The run's try record (``aiprof.try/1``, from ``aiprof try``), shown beside the findings."""
 
 
 def report_data(

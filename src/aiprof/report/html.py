@@ -19,6 +19,7 @@ from aiprof.report.html_assets import CSS, JS
 from aiprof.report.jsonout import dumps
 from aiprof.report.profiler_text import profiler_line
 from aiprof.report.roofline_svg import roofline_svg
+from aiprof.report.try_html import try_fragment
 from aiprof.report.views_html import view_sections
 
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
@@ -32,6 +33,7 @@ def render_report(data: ReportData, views: RankViews | None = None) -> str:
         _overview(data),
         "<h2>Findings</h2>",
         diagnosis_fragment(data.diagnosis),
+        try_fragment(data.trial) if data.trial else "",
         _ranks_table(data) if len(data.ranks) > 1 else "",
         f"<h2>GPU timeline of step {rank.step_number} (rank {rank.summary.rank})</h2>",
         _timeline(rank),

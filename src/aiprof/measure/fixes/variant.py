@@ -1,0 +1,151 @@
+"""One variant of ``aiprof try``: the user's script in this (fresh) process, one fix applied.
+
+    python -m aiprof.measure.fixes.variant --fix NAME --warmup W --steps N --result DIR \
+        [--steps-from NAME] [--watch NAME] -- script.py args
+
+Runs the script as ``aiprof run`` does (``capture.runner``: same ``sys.argv``, ``__main__``,
+same step detection: the optimizer hook, ``aiprof.step()`` or ``--steps-from``) without the
+profiler, times each step with CUDA events at the step boundaries (host clock without CUDA;
+``capture.step_timer``), stops the script after ``W + N`` steps and writes
+``DIR/rank<R>.json``. Exit status: 0 when the script ran its steps, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiprof
+from aiprof.capture.api import activate, deactivate
+from aiprof.capture.runner import StopScript, execute, parse_target, script_context
+from aiprof.capture.step_timer import StepTimer
+from aiprof.capture.steps import (
+    StepPolicy,
+    install_function_hook,
+    install_optimizer_hook,
+    install_record_function_hook,
+)
+from aiprof.measure.fixes import FIX_CLASSES, Fix
+from aiprof.measure.fixes.watch import LossWatch
+
+
+class VariantSession:
+    """Counts steps (one policy for all sources), marks their boundaries, applies the fix's
+    per-step hooks and stops the script when its steps are done."""
+
+    def __init__(self, torch: Any, fix: Fix, watch: LossWatch, *, warmup: int, steps: int,
+                 steps_from: str | None) -> None:
+        self.torch, self.fix, self.watch = torch, fix, watch
+        self.policy = StepPolicy(steps_from)
+        self.timer = StepTimer(torch, discarded=warmup)
+        self.host_marks_ns: list[int] = []
+        self.num_steps = 0
+        self.total = warmup + steps
+
+    def step(self, source: str = "user", optimizer: object | None = None) -> None:
+        if not self.policy.accept(source, optimizer):
+            return
+        self.num_steps += 1
+        self.timer.mark()
+        self.host_marks_ns.append(time.perf_counter_ns())
+        self.watch.at_step(self.num_steps)
+        self.fix.at_step(self.torch, self.num_steps, optimizer)
+        if self.num_steps >= self.total:
+            raise StopScript()
+
+
+def _hooks(session: VariantSession, steps_from: str | None) -> list[Any]:
+    if steps_from:
+        return [install_record_function_hook(lambda name: name == steps_from,
+                                             lambda: session.step("named")),
+                install_function_hook(steps_from, lambda: session.step("named"))]
+    return [install_optimizer_hook(lambda opt: session.step("optimizer", opt))]
+
+
+def _peak_memory(torch: Any) -> dict[str, int | None]:
+    gpu = reserved = None
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        gpu = int(torch.cuda.max_memory_allocated())
+        reserved = int(torch.cuda.max_memory_reserved())
+    host = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB (getrusage(2))
+    return {"peak_gpu_allocated_bytes": gpu, "peak_gpu_reserved_bytes": reserved,
+            "peak_host_rss_bytes": int(host)}
+
+
+def run_variant(args: argparse.Namespace) -> dict[str, Any]:
+    """Apply the fix, run the script to its last step, and return the result document."""
+    fix = FIX_CLASSES[args.fix]()
+    fix.environment(os.environ)
+    import torch
+
+    target = parse_target(args.command)
+    skip = (os.path.dirname(aiprof.__file__), os.path.dirname(torch.__file__))
+    watch = LossWatch(args.watch, skip)
+    session = VariantSession(torch, fix, watch, warmup=args.warmup, steps=args.steps,
+                             steps_from=args.steps_from)
+    fix.before_script(torch)
+    uninstall = _hooks(session, args.steps_from)
+    watch.install()
+    activate(session)
+    try:
+        with script_context(target):
+            outcome = execute(target)
+    finally:
+        deactivate(session)
+        watch.uninstall()
+        for remove in reversed(uninstall):
+            remove()
+    step_us = session.timer.step_times_us() if session.num_steps >= session.total else []
+    fix.finish(torch)
+    marks = session.host_marks_ns
+    return {
+        "fix": args.fix, "rank": int(os.environ.get("RANK", "0")),
+        "ended": outcome.ended, "exit_code": outcome.exit_code, "error": outcome.error,
+        "num_steps": session.num_steps, "needed_steps": session.total,
+        "step_source": session.policy.source, "clock": session.timer.clock,
+        "step_us": [round(t, 3) for t in step_us],
+        "host_step_us": [round((b - a) / 1000.0, 3) for a, b in
+                         zip(marks, marks[1:], strict=False)],
+        "watch": {"source": watch.source, "values": watch.values},
+        "not_applicable": fix.not_applicable, "facts": fix.facts, "notes": fix.notes,
+        **_peak_memory(torch),
+    }
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="aiprof-try-variant")
+    parser.add_argument("--fix", required=True, choices=sorted(FIX_CLASSES))
+    parser.add_argument("--warmup", type=int, required=True)
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--result", type=Path, required=True)
+    parser.add_argument("--steps-from")
+    parser.add_argument("--watch", default="loss")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    document = run_variant(args)
+    rank = document["rank"]
+    args.result.mkdir(parents=True, exist_ok=True)
+    path = args.result / f"rank{rank}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(document), encoding="utf-8")
+    tmp.replace(path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    done = document["num_steps"] >= document["needed_steps"]
+    return 0 if done else (document["exit_code"] or 1)
+
+
+if __name__ == "__main__":
+    # os._exit: DataLoader workers, compile workers and process groups the stopped script left
+    # running must not hold the variant open; the result file is already written.
+    os._exit(main())

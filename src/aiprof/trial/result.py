@@ -1,0 +1,158 @@
+"""The outcome of ``aiprof try``: one row per fix, and the ``aiprof.try/1`` document."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aiprof.trial import stats
+from aiprof.trial.catalog import CODE_CHANGES
+from aiprof.trial.numerics import DEFAULT_RTOL, NumericsCheck, check_numerics
+from aiprof.trial.orchestrate import TrialRuns, first_problem, paired_rounds
+from aiprof.trial.plan import BASE, Protocol, VariantSpec
+
+SCHEMA = "aiprof.try/1"
+MEASURED, SKIPPED = "measured", "skipped"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixResult:
+    """One fix (or hand-edited copy) against the base."""
+
+    name: str
+    edited: bool = False
+    status: str
+    """measured, not_applicable, failed, timeout, or skipped (no round paired with a base)."""
+    estimated_gain_pct: float | None = None
+    """The diagnosis's estimate for the findings this fix answers (None: no diagnosis)."""
+    comparison: stats.Comparison | None = None
+    median_step_us: float | None = None
+    peak_memory_bytes: int | None = None
+    numerics: NumericsCheck | None = None
+    compile_s: float | None = None
+    """torch.compile only: the warm-up steps' excess over the measured median."""
+    reason: str = ""
+    tail: tuple[str, ...] = ()
+    facts: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialResult:
+    """Everything ``aiprof try`` prints and records."""
+
+    command: tuple[str, ...]
+    protocol: Protocol
+    clock: str
+    base_median_step_us: float | None
+    base_round_us: tuple[float, ...]
+    base_peak_memory_bytes: int | None
+    memory_kind: str
+    fixes: tuple[FixResult, ...]
+    not_applied: tuple[tuple[str, str], ...] = ()
+    """(category, what to change in the code) for findings no fix here answers."""
+    interrupted: bool = False
+    stopped: str = ""
+    wall_s: float = 0.0
+    num_processes: int = 0
+
+    def document(self) -> dict[str, Any]:
+        """The ``aiprof.try/1`` JSON document."""
+        return {
+            "schema": SCHEMA,
+            "command": list(self.command),
+            "protocol": {**asdict(self.protocol), "clock": self.clock,
+                         "test": f"percentile bootstrap over rounds of the median paired "
+                                 f"fix/base ratio, {stats.RESAMPLES} resamples",
+                         "confidence": stats.CONFIDENCE, "min_rounds": stats.MIN_ROUNDS},
+            "base": {"median_step_us": _round(self.base_median_step_us),
+                     "round_median_step_us": [_round(t) for t in self.base_round_us],
+                     "peak_memory_bytes": self.base_peak_memory_bytes,
+                     "memory_kind": self.memory_kind},
+            "fixes": [_fix_document(f) for f in self.fixes],
+            "not_applied": [{"category": c, "change": why} for c, why in self.not_applied],
+            "interrupted": self.interrupted,
+            "stopped": self.stopped,
+            "wall_s": round(self.wall_s, 2),
+            "num_processes": self.num_processes,
+        }
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _fix_document(f: FixResult) -> dict[str, Any]:
+    c = f.comparison
+    return {
+        "name": f.name, "edited": f.edited, "status": f.status,
+        "estimated_gain_pct": _round(f.estimated_gain_pct, 2),
+        "measured_gain_pct": _round(c.gain_pct, 2) if c else None,
+        "interval_pct": [round(v, 2) for v in c.interval_pct] if c else None,
+        "round_gains_pct": [round(v, 2) for v in c.round_gains_pct] if c else [],
+        "verdict": c.verdict if c else None,
+        "median_step_us": _round(f.median_step_us),
+        "peak_memory_bytes": f.peak_memory_bytes,
+        "numerics": asdict(f.numerics) if f.numerics else None,
+        "compile_s": _round(f.compile_s, 2),
+        "reason": f.reason, "tail": list(f.tail), "facts": f.facts, "notes": list(f.notes),
+    }
+
+
+def _compile_s(pairs: list[Any], warmup_steps: int) -> float:
+    excesses = []
+    for _, run in pairs:
+        host = list(run.host_step_us)
+        warm, measured = host[:warmup_steps - 1], host[warmup_steps - 1:]
+        excesses.append(stats.excess_s(warm, measured))
+    return float(statistics.median(excesses)) if excesses else 0.0
+
+
+def fix_result(spec: VariantSpec, trial: TrialRuns, protocol: Protocol,
+               estimate: float | None, rtol: float) -> FixResult:
+    """Compare one variant's rounds with the base's."""
+    pairs = paired_rounds(trial.runs, spec.label)
+    problem = first_problem(trial.runs, spec.label)
+    common: dict[str, Any] = {"name": spec.label, "edited": spec.edited,
+                              "estimated_gain_pct": estimate}
+    if not pairs:
+        if problem is None:
+            return FixResult(status=SKIPPED, reason=trial.stopped or "not run", **common)
+        return FixResult(status=problem.status, reason=problem.reason, tail=problem.tail,
+                         facts=problem.facts, notes=problem.notes, **common)
+    base_us = [b.median_step_us or 0.0 for b, _ in pairs]
+    fix_us = [f.median_step_us or 0.0 for _, f in pairs]
+    peaks = [f.peak_memory_bytes for _, f in pairs if f.peak_memory_bytes is not None]
+    base_loss = [r.loss for r in trial.runs if r.label == BASE and r.loss]
+    return FixResult(
+        status=MEASURED, comparison=stats.compare(base_us, fix_us),
+        median_step_us=float(statistics.median(fix_us)),
+        peak_memory_bytes=max(peaks) if peaks else None,
+        numerics=check_numerics(base_loss, [f.loss for _, f in pairs], rtol),
+        compile_s=_compile_s(pairs, protocol.warmup_steps) if spec.fix == "compile" else None,
+        facts=pairs[0][1].facts, notes=pairs[0][1].notes, **common)
+
+
+def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: TrialRuns,
+              protocol: Protocol, *, estimates: dict[str, float] | None = None,
+              code_categories: list[str] | None = None,
+              rtol: float = DEFAULT_RTOL) -> TrialResult:
+    """The result table from the runs."""
+    estimates = estimates or {}
+    base = [r for r in trial.runs if r.label == BASE and r.status == "ok"]
+    base_peaks = [r.peak_memory_bytes for r in base if r.peak_memory_bytes is not None]
+    rows = tuple(fix_result(spec, trial, protocol, estimates.get(spec.fix), rtol)
+                 for spec in variants if spec.label != BASE)
+    return TrialResult(
+        command=command, protocol=protocol, clock=base[0].clock if base else "",
+        base_median_step_us=(float(statistics.median([r.median_step_us or 0.0 for r in base]))
+                             if base else None),
+        base_round_us=tuple(r.median_step_us or 0.0 for r in base),
+        base_peak_memory_bytes=max(base_peaks) if base_peaks else None,
+        memory_kind=base[0].memory_kind if base else "",
+        fixes=rows,
+        not_applied=tuple((c, CODE_CHANGES[c]) for c in dict.fromkeys(code_categories or [])
+                          if c in CODE_CHANGES),
+        interrupted=trial.interrupted, stopped=trial.stopped, wall_s=trial.wall_s,
+        num_processes=len(trial.runs))

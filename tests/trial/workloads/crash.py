@@ -1,0 +1,12 @@
+"""Trains two steps, then fails with a message the report must show."""
+
+import torch
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    if step == 1 and torch.backends.cuda.matmul.allow_tf32:
+        raise RuntimeError("planted failure under tf32")
