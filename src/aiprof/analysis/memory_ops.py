@@ -54,6 +54,12 @@ class DeviceMemory:
     ops_at_peak: list[str]
     """The CPU op stack running at the peak, outermost first."""
 
+    @property
+    def label(self) -> str:
+        """``CPU``, ``CUDA 0`` ... (Kineto's ``Device Type``: 0 CPU, 1 CUDA)."""
+        kind = {0: "CPU", 1: "CUDA"}.get(self.device_type, f"device type {self.device_type}")
+        return kind if self.device < 0 else f"{kind} {self.device}"
+
     def to_pandas(self) -> Any:
         names = [f.name for f in fields(OpMemory)]
         return data_frame({n: [getattr(o, n) for o in self.ops] for n in names})

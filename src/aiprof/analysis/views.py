@@ -60,7 +60,7 @@ def rank_views(trace: Trace, samples: Columns | None = None) -> RankViews:
     except AiprofError as failure:
         critical, error = None, str(failure)
     memory = memory_by_op(trace)
-    memory_curves = [_thin(f"device type {d.device_type} #{d.device}", d.ts_us, d.live_bytes,
+    memory_curves = [_thin(d.label, d.ts_us, d.live_bytes,
                            (-np.inf, np.inf)) for d in memory.devices]
     view = None
     sample_curves: list[Curve] = []

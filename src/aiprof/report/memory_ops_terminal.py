@@ -8,8 +8,6 @@ from rich.table import Table
 from aiprof.analysis.memory_ops import MemoryView
 from aiprof.report.terminal import duration, shorten, text
 
-DEVICE_TYPES = {0: "CPU", 1: "CUDA"}
-
 
 def mib(nbytes: float) -> str:
     return f"{nbytes / 2**20:,.2f} MiB"
@@ -19,8 +17,7 @@ def render_memory_view(console: Console, view: MemoryView, limit: int) -> None:
     if not view.devices:
         console.print(f"rank {view.rank}: no [memory] events (record with profile_memory=True)")
     for d in view.devices:
-        kind = DEVICE_TYPES.get(d.device_type, f"type {d.device_type}")
-        where = kind if d.device < 0 else f"{kind} {d.device}"
+        where = d.label
         stack = " > ".join(text(shorten(n, 50)) for n in d.ops_at_peak) or "no op"
         console.print(f"rank {view.rank}, {where}: peak {mib(d.peak_bytes)} at "
                       f"{duration(d.peak_us)}, {d.num_alive_at_peak:,} blocks alive; "

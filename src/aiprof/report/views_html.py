@@ -95,7 +95,7 @@ def _memory(v: RankViews) -> str:
                     kind="step")]
     for d in v.memory.devices:
         stack = " &gt; ".join(escape(n) for n in d.ops_at_peak) or "no op"
-        parts.append(f"<p>Device type {d.device_type} #{d.device}: peak "
+        parts.append(f"<p>{escape(d.label)}: peak "
                      f"{d.peak_bytes / 2**20:,.1f} MiB at {duration(d.peak_us)}, "
                      f"{d.num_alive_at_peak:,} blocks alive; running then: {stack}.</p>")
         rows = [[escape(o.name), f"{o.num_allocations:,}", f"{o.allocated_bytes / 2**20:,.2f}",
