@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_DIR",
-                        help="trace files, directories of rank traces, or runs")
+    add_target_argument(parser, "targets", many=True)
     parser.add_argument("--step", type=int, default=None,
                         help="step number N of ProfilerStep#N (default: the second step)")
     parser.add_argument("--annotation", default=None,
@@ -24,11 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.critical_path import critical_path
+    from aiprof.record.targets import load_traces
     from aiprof.report.critical_path_terminal import render_critical_path
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.report.views_json import critical_path_document
-    from aiprof.trace import load_traces
 
     traces = load_traces(args.targets)
     paths = [critical_path(t, step=args.step, annotation=args.annotation,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import TARGET_HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="the baseline: a trace, rank directory or run")
-    parser.add_argument("b", metavar="B", help="the one compared with it")
+    parser.add_argument("a", metavar="A", help="the baseline: " + TARGET_HELP)
+    parser.add_argument("b", metavar="B", help="the one compared with it (the same kinds)")
     parser.add_argument("--json", action="store_true", help="print the aiprof.diff/1 JSON")
     parser.add_argument("--hta", action="store_true",
                         help="HTA 0.5's TraceDiff table: first iteration, counts and totals")
@@ -24,16 +25,16 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.diff import trace_diff
     from aiprof.analysis.diff_hta import hta_compare_traces
     from aiprof.errors import InputError
+    from aiprof.record.targets import load_traces
     from aiprof.report.diff_terminal import render_diff
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.report.views_json import diff_document, hta_diff_document
-    from aiprof.trace import load_traces
 
     if args.limit < 1 or args.min_change_pct < 0:
         raise InputError("--limit must be at least 1 and --min-change-pct at least 0")
-    a = load_traces([args.a], step_annotation=args.step_annotation)
-    b = load_traces([args.b], step_annotation=args.step_annotation)
+    a = load_traces(args.a, step_annotation=args.step_annotation)
+    b = load_traces(args.b, step_annotation=args.step_annotation)
     if len(a) != len(b):
         raise InputError(f"A has {len(a)} ranks and B {len(b)}: compare the same number "
                          "(one rank file of each, or two runs of the same job)")

@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_RUN",
-                        help="trace files, directories of rank traces, or a run record")
+    add_target_argument(parser, "targets", many=True)
     parser.add_argument("--perfetto", action="store_true", required=True,
                         help="write a Chrome/Perfetto JSON trace (ui.perfetto.dev opens it)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the file to write")
@@ -24,18 +24,13 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.queue import queue_length
     from aiprof.diagnose.engine import diagnose_trace
     from aiprof.errors import InputError
-    from aiprof.record.runrecord import META_FILE, empty_samples, load_run
+    from aiprof.record.runrecord import SAMPLES_FILE, empty_samples, read_samples
+    from aiprof.record.targets import load_traces, resolve_all
     from aiprof.report import perfetto
-    from aiprof.trace import load_traces
 
-    single = len(args.targets) == 1 and (Path(args.targets[0]) / META_FILE).is_file()
-    if single:
-        record = load_run(args.targets[0])
-        if record.traces is None:
-            raise InputError(f"{args.targets[0]}: the run record has no trace")
-        traces, samples = record.traces, record.samples
-    else:
-        traces, samples = load_traces(args.targets), empty_samples()
+    runs = [t.run_dir for t in resolve_all(args.targets) if t.run_dir is not None]
+    traces = load_traces(args.targets)
+    samples = read_samples(runs[0] / SAMPLES_FILE) if len(runs) == 1 else empty_samples()
     events: list[dict[str, object]] = []
     for index, trace in enumerate(traces):
         pid = trace.rank

@@ -8,7 +8,8 @@ from aiprof.cli._command import Command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN", help="a run record written by 'aiprof run'")
+    parser.add_argument("run_dir", metavar="RUN",
+                        help="a run record written by 'aiprof run' (runs/ means runs/latest)")
     parser.add_argument("--json", action="store_true", help="print the aiprof.gpu_samples/1 JSON")
     parser.add_argument("--curves", action="store_true",
                         help="with --json: every sample on the trace's clock")
@@ -18,12 +19,17 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.gpu_samples import gpu_sample_view
     from aiprof.errors import InputError
     from aiprof.record.runrecord import load_run
+    from aiprof.record.targets import resolve
     from aiprof.report.gpu_samples_terminal import render_samples
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.report.views_json import samples_document
 
-    record = load_run(args.run_dir)
+    run_dir = resolve(args.run_dir).run_dir
+    if run_dir is None:
+        raise InputError(f"{args.run_dir}: not a run record; GPU samples are recorded by "
+                         "'aiprof run'")
+    record = load_run(run_dir)
     if record.traces is None:
         raise InputError(f"{args.run_dir}: the run record has no trace to align samples to")
     views = [gpu_sample_view(t, record.samples.columns) for t in record.traces]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_DIR",
-                        help="traces recorded with with_stack=True (aiprof run --with-stack)")
+    add_target_argument(parser, "targets", many=True)
     parser.add_argument("--min-pct", type=float, default=1.0,
                         help="hide nodes under this %% of the CPU time in frames (default 1)")
     parser.add_argument("--json", action="store_true",
@@ -19,11 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.python_tree import python_call_tree
     from aiprof.errors import InputError
+    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
     from aiprof.report.python_terminal import render_call_tree
     from aiprof.report.terminal import console
     from aiprof.report.views_json import python_document
-    from aiprof.trace import load_traces
 
     if args.min_pct < 0:
         raise InputError(f"--min-pct must be at least 0, got {args.min_pct}")

@@ -7,14 +7,14 @@ import argparse
 from typing import TYPE_CHECKING
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 if TYPE_CHECKING:
     from aiprof.trace import TraceSet
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_DIR",
-                        help="trace files, directories of rank traces, or runs")
+    add_target_argument(parser, "targets", many=True)
     parser.add_argument("--kernels", action="store_true",
                         help="the kernel view (time per kernel, tensor-core use) instead")
     parser.add_argument("--memory", action="store_true",
@@ -33,11 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.kernel_view import kernel_view
     from aiprof.analysis.ops import op_view
     from aiprof.errors import InputError
+    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
     from aiprof.report.ops_terminal import render_kernel_view, render_op_view
     from aiprof.report.terminal import console
     from aiprof.report.views_json import kernels_document, ops_document
-    from aiprof.trace import load_traces
 
     if args.limit < 1:
         raise InputError(f"--limit must be at least 1, got {args.limit}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
+from aiprof.cli._targets import add_target_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TRACE_OR_DIR",
-                        help="trace files, directories of rank traces, or runs")
+    add_target_argument(parser, "targets", many=True)
     parser.add_argument("--json", action="store_true", help="print the aiprof.queue/1 JSON")
     parser.add_argument("--series", action="store_true",
                         help="with --json: include every stream's time series")
@@ -21,11 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.queue import queue_length
+    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
     from aiprof.report.queue_terminal import render_queues
     from aiprof.report.terminal import console
     from aiprof.report.views_json import queue_document
-    from aiprof.trace import load_traces
 
     traces = load_traces(args.targets, step_annotation=args.step_annotation)
     results = [queue_length(t, hta=args.hta) for t in traces]
