@@ -32,7 +32,7 @@ for t in traces:
 """
 PRELUDE = """
 import json, sys, time
-from aiprof.trace import load_traces
+from aiprof.record.targets import load_traces
 from aiprof.analysis.summary import summary
 from aiprof.analysis.queue import queue_length
 from aiprof.analysis.ops import op_view

@@ -120,21 +120,23 @@ def _step_index(trace: Trace, numbers: list[int], step: int) -> int:
 
 
 def _longest_path(graph: Graph) -> list[int]:
-    """Edge indices of the longest path (a pass over the edges in the order of their
-    destination's time, repeated while a tie left an edge unsettled)."""
+    """Edge indices of the longest path: a pass over the edges in the order of their
+    destination's time; where a tie left an edge unsettled (checked over all edges at once),
+    another pass."""
     if len(graph.src) == 0:
         return []
     order = np.lexsort((graph.node_ts(graph.src), graph.node_ts(graph.dst)))
-    src, dst = graph.src[order].tolist(), graph.dst[order].tolist()
-    weight = graph.weight_us[order].tolist()
+    src_array, dst_array = graph.src[order], graph.dst[order]
+    weight_array = graph.weight_us[order]
+    src, dst, weight = src_array.tolist(), dst_array.tolist(), weight_array.tolist()
     best = [0.0] * (2 * len(graph.ts_us))
     via = [-1] * len(best)
-    for _ in range(len(best)):  # settles in one or two passes; bounded for safety
-        changed = False
+    for _ in range(len(best)):  # settles in one pass but for ties; bounded for safety
         for e, (u, v, w) in enumerate(zip(src, dst, weight, strict=True)):
             if best[u] + w > best[v] + 1e-9:
-                best[v], via[v], changed = best[u] + w, e, True
-        if not changed:
+                best[v], via[v] = best[u] + w, e
+        reached = np.array(best)
+        if not np.any(reached[src_array] + weight_array > reached[dst_array] + 1e-9):
             break
     node = int(np.argmax(best))
     path: list[int] = []
@@ -147,38 +149,38 @@ def _longest_path(graph: Graph) -> list[int]:
 def _result(trace: Trace, graph: Graph, path: list[int], lo: float, hi: float,
             label: str) -> CriticalPath:
     edges = np.array(path, dtype=np.int64)
-    kind = graph.kind[edges]
-    event = graph.event[edges]
-    names = [trace.name(int(graph.name_id[e])) if e >= 0 else "" for e in event]
-    bounds = [_bound(int(k), int(ev), name, graph) for k, ev, name in zip(kind, event, names,
-                                                                          strict=True)]
-    weight = graph.weight_us[edges]
-    by_bound = {b: float(weight[[x == b for x in bounds]].sum()) if len(edges) else 0.0
-                for b in BOUNDS}
-    totals: dict[tuple[str, str], list[float]] = {}
-    for name, bound, w in zip(names, bounds, weight.tolist(), strict=True):
-        if bound and w > 0:
-            entry = totals.setdefault((name, bound), [0, 0.0])
-            entry[0] += 1
-            entry[1] += w
-    ops = sorted((PathOp(n, b, int(c), t) for (n, b), (c, t) in totals.items()),
+    kind, event, weight = graph.kind[edges], graph.event[edges], graph.weight_us[edges]
+    name_id = np.where(event >= 0, graph.name_id[np.maximum(event, 0)], -1)
+    ids, which = np.unique(name_id, return_inverse=True)
+    distinct = [trace.name(int(i)) if i >= 0 else "" for i in ids]
+    names = [distinct[j] for j in which.tolist()]
+    bound = _bounds(trace, graph, kind, event, name_id)
+    by_bound = {b: float(weight[bound == k].sum()) for k, b in enumerate(BOUNDS)}
+    counted = (bound >= 0) & (weight > 0)
+    keys = which[counted] * len(BOUNDS) + bound[counted]
+    groups, group = np.unique(keys, return_inverse=True)
+    counts = np.bincount(group, minlength=len(groups))
+    times = np.bincount(group, weights=weight[counted], minlength=len(groups))
+    ops = sorted((PathOp(distinct[int(k) // len(BOUNDS)], BOUNDS[int(k) % len(BOUNDS)],
+                         int(c), float(t)) for k, c, t in zip(groups, counts, times, strict=True)),
                  key=lambda o: (-o.time_us, o.name))
     return CriticalPath(
         rank=trace.rank, window=label, start_us=lo, end_us=hi,
         length_us=float(weight.sum()), by_bound_us=by_bound, ops=ops,
-        edge_type=[EDGE_TYPES[int(k)] for k in kind], edge_bound=bounds, edge_name=names,
+        edge_type=[EDGE_TYPES[int(k)] for k in kind],
+        edge_bound=[BOUNDS[b] if b >= 0 else "" for b in bound.tolist()], edge_name=names,
         edge_start_us=graph.node_ts(graph.src[edges]), edge_end_us=graph.node_ts(graph.dst[edges]),
         edge_weight_us=weight,
     )
 
 
-def _bound(kind: int, event: int, name: str, graph: Graph) -> str:
-    if kind == KERNEL_KERNEL:
-        return "gpu_kernel_kernel_overhead"
-    if kind == LAUNCH:
-        return "gpu_kernel_launch_overhead"
-    if kind != OPERATOR or event < 0:
-        return ""
-    if event < graph.num_cpu:
-        return "cpu_bound"
-    return "gpu_communication_bound" if COMMUNICATION_KERNEL.search(name) else "gpu_compute_bound"
+def _bounds(trace: Trace, graph: Graph, kind: np.ndarray, event: np.ndarray,
+            name_id: np.ndarray) -> np.ndarray:
+    """Index into ``BOUNDS`` of each path edge, -1 for dependency and sync edges."""
+    cpu, compute, comm, kernel_kernel, launch = range(len(BOUNDS))
+    span = (kind == OPERATOR) & (event >= 0)
+    is_comm = trace.strings.mask(np.maximum(name_id, 0), COMMUNICATION_KERNEL)
+    gpu = np.where(is_comm, comm, compute)
+    out = np.where(span, np.where(event < graph.num_cpu, cpu, gpu), -1)
+    out = np.where(kind == KERNEL_KERNEL, kernel_kernel, out)
+    return np.where(kind == LAUNCH, launch, out)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from aiprof.analysis.cputree import SpanTree, merge_repeats, span_tree, thread_keys
+from aiprof.analysis.cpu_forest import cpu_forest
 from aiprof.analysis.frames import data_frame
 from aiprof.trace import Trace
 
@@ -95,25 +95,29 @@ def memory_by_op(trace: Trace) -> MemoryView:
 def _owner_names(trace: Trace, order: np.ndarray) -> np.ndarray:
     """Name id of the span each memory event (in ``order``) belongs to, -1 for none."""
     mem = trace.memory
-    tables = (trace.cpu_ops, trace.annotations, trace.runtime)
-    n = sum(len(t) for t in tables)
-    pid = np.concatenate([*(t.pid for t in tables), mem.pid[order]])
-    tid = np.concatenate([*(t.tid for t in tables), mem.tid[order]])
-    ts = np.concatenate([*(t.ts_us for t in tables), mem.ts_us[order]])
-    dur = np.concatenate([*(t.dur_us for t in tables), np.zeros(len(order))])
-    names = np.concatenate([t.name_id for t in tables])
-    nested = span_tree(thread_keys(pid, tid), ts, dur)
-    op_tree = SpanTree(nested.parent[:n], nested.depth[:n])
-    _, keep = merge_repeats(op_tree, names)
-    owner = nested.parent[n:]
-    while (owner >= n).any():  # two events at one time nest; an event owns nothing
-        owner = np.where(owner >= n, nested.parent[np.maximum(owner, 0)], owner)
-    while True:  # events of folded spans belong to the kept ancestor
-        folded = (owner >= 0) & ~keep[np.maximum(owner, 0)]
-        if not folded.any():
-            break
-        owner = np.where(folded, op_tree.parent[np.maximum(owner, 0)], owner)
-    return np.where(owner >= 0, names[np.maximum(owner, 0)], -1)
+    forest = cpu_forest(trace)
+    pids = np.concatenate([trace.cpu_ops.pid, trace.annotations.pid, trace.runtime.pid])
+    tids = np.concatenate([trace.cpu_ops.tid, trace.annotations.tid, trace.runtime.tid])
+    thread = _thread_of(pids, tids, forest.thread, mem.pid[order], mem.tid[order])
+    owner = forest.kept_owner(forest.innermost(thread, mem.ts_us[order]))
+    return np.where(owner >= 0, forest.name_id[np.maximum(owner, 0)], -1)
+
+
+def _thread_of(span_pid: np.ndarray, span_tid: np.ndarray, span_thread: np.ndarray,
+               pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """The forest's thread key of each (pid, tid), -1 for a thread without spans."""
+    pids = np.unique(np.concatenate([span_pid, pid]))
+    tids = np.unique(np.concatenate([span_tid, tid]))
+
+    def key(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return np.searchsorted(pids, p) * len(tids) + np.searchsorted(tids, t)
+
+    span_keys, first = np.unique(key(span_pid, span_tid), return_index=True)
+    wanted = key(pid, tid)
+    if len(span_keys) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(span_keys, wanted), len(span_keys) - 1)
+    return np.where(span_keys[pos] == wanted, span_thread[first[pos]], -1)
 
 
 def _device(trace: Trace, device_type: int, device: int, ts: np.ndarray, nbytes: np.ndarray,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from aiprof.analysis.cputree import merge_repeats, span_tree, thread_keys
+from aiprof.analysis.cpu_forest import cpu_forest
 from aiprof.analysis.frames import data_frame
 from aiprof.trace import Trace
 
@@ -78,31 +78,22 @@ class OpSpans:
 
 def op_spans(trace: Trace) -> OpSpans:
     """Self and total times of every CPU span (see the module docstring)."""
+    forest = cpu_forest(trace)
     ops, notes, calls = trace.cpu_ops, trace.annotations, trace.runtime
-    tables = (ops, notes, calls)
-    offsets = np.cumsum([0, len(ops), len(notes)])
-    tid = np.concatenate([t.tid for t in tables])
-    pid = np.concatenate([t.pid for t in tables])
-    ts = np.concatenate([t.ts_us for t in tables])
-    dur = np.concatenate([t.dur_us for t in tables])
-    name_id = np.concatenate([t.name_id for t in tables])
-    nested = span_tree(thread_keys(pid, tid), ts, dur)
-    tree, keep = merge_repeats(nested, name_id)
+    tree, keep, dur = forest.tree, forest.keep, forest.dur_us
     gpu = trace.gpu_ops
-    owner = np.where(gpu.op_row >= 0, gpu.op_row, np.where(gpu.launch_row >= 0,
-                                                            offsets[2] + gpu.launch_row, -1))
+    owner = np.where(gpu.op_row >= 0, gpu.op_row,
+                     np.where(gpu.launch_row >= 0, forest.offsets[2] + gpu.launch_row, -1))
     linked = owner >= 0
-    owner = owner[linked]
-    while not keep[owner].all():  # GPU time of folded spans goes to their kept ancestor
-        owner = np.where(keep[owner], owner, nested.parent[owner])
-    self_gpu = np.zeros(len(ts))
+    owner = forest.kept_owner(owner[linked])  # GPU time of folded spans: their kept ancestor
+    self_gpu = np.zeros(len(dur))
     np.add.at(self_gpu, owner, gpu.dur_us[linked])
-    kind = np.concatenate([np.full(len(t), k) for k, t in enumerate(tables)])
+    kind = np.concatenate([np.full(len(t), k) for k, t in enumerate((ops, notes, calls))])
     shapes = np.concatenate([ops.input_dims_id, np.full(len(notes) + len(calls), -1)])
     kept_dur = np.where(keep, dur, 0.0)
     return OpSpans(
-        ts_us=ts[keep],
-        name_id=name_id[keep],
+        ts_us=forest.ts_us[keep],
+        name_id=forest.name_id[keep],
         kind=kind[keep],
         shapes_id=shapes[keep],
         total_cpu_us=dur[keep],
