@@ -14,7 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-SECTIONS = ("ops", "kernels", "queue", "critical-path", "memory", "python", "gpu-samples")
+SECTIONS = ("timeline-all", "ops", "kernels", "queue", "critical-path", "memory", "python",
+            "gpu-samples")
 
 
 def main() -> int:

@@ -53,7 +53,8 @@ def test_report_is_self_contained(hostile_report: Path) -> None:
 
 def test_trace_strings_are_escaped(hostile_report: Path) -> None:
     page = hostile_report.read_text()
-    assert page.count("<script") == 2  # the timeline's JSON block and the report's own code
+    # the two timelines' JSON blocks, the report's own code and the all-threads timeline's
+    assert page.count("<script") == 4
     assert "data-pwned" in page  # the payload text is shown ...
     for payload in PAYLOADS:
         assert payload not in page  # ... but never as markup

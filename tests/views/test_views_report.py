@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from chromium import open_page  # noqa: E402
 
 RUN = DATA / "capture" / "h200_resnet50_run"
-SECTIONS = ("ops", "kernels", "queue", "critical-path", "memory", "python", "gpu-samples")
+SECTIONS = ("timeline-all", "ops", "kernels", "queue", "critical-path", "memory", "python",
+            "gpu-samples")
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +46,11 @@ def test_report_opens_in_chromium(report: Path) -> None:
     run = open_page(report)
     assert 'data-ready="1"' in run.dom and run.console_errors == []
     assert run.dom.count('<div class="chart"><svg') >= 2
+    record = load_run(RUN)
+    assert record.traces is not None
+    timeline = rank_views(record.traces[0], record.samples.columns).timeline
+    drawn = run.dom.split('id="tl-all"', 1)[1].split("</svg>", 1)[0]
+    assert drawn.count("<rect") == len(timeline.steps[0].lane)  # one bar per span of step 1
+    assert f'data-steps="{len(timeline.steps)}"' in run.dom
+    lanes = {timeline.lanes[i] for i in timeline.steps[0].lane.tolist()}
+    assert any(n.startswith("thread") for n in lanes) and any(n.startswith("GPU") for n in lanes)

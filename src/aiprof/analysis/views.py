@@ -17,6 +17,7 @@ from aiprof.analysis.memory_ops import MemoryView, memory_by_op
 from aiprof.analysis.ops import OpView, op_view
 from aiprof.analysis.python_tree import CallTree, python_call_tree
 from aiprof.analysis.queue import QueueResult, queue_length
+from aiprof.analysis.timeline_steps import StepTimeline, step_timeline
 from aiprof.errors import AiprofError
 from aiprof.trace import Trace
 
@@ -46,6 +47,7 @@ class RankViews:
     python: CallTree
     samples: SampleView | None
     sample_curves: list[Curve]
+    timeline: StepTimeline
 
 
 def rank_views(trace: Trace, samples: Columns | None = None) -> RankViews:
@@ -73,7 +75,7 @@ def rank_views(trace: Trace, samples: Columns | None = None) -> RankViews:
                                            (-np.inf, np.inf)))
     return RankViews(trace.rank, op_view(trace), kernel_view(trace), queue, queue_curves,
                      critical, error, memory, memory_curves, python_call_tree(trace), view,
-                     sample_curves)
+                     sample_curves, step_timeline(trace))
 
 
 def _thin(name: str, xs: np.ndarray, ys: np.ndarray, window: tuple[float, float]) -> Curve:

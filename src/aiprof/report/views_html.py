@@ -10,14 +10,16 @@ from aiprof.analysis.critical_path import BOUNDS
 from aiprof.analysis.views import Curve, RankViews
 from aiprof.report.svg import Series, line_chart
 from aiprof.report.terminal import duration
+from aiprof.report.timeline_html import timeline_section
 
 ROWS = 20
 
 
 def view_sections(views: RankViews) -> str:
     """Every section, each under its own ``<h2>`` with an ``id`` to link to."""
-    return "\n".join([_ops(views), _kernels(views), _queue(views), _critical(views),
-                      _memory(views), _python(views), _samples(views)])
+    return "\n".join([timeline_section(views.timeline), _ops(views), _kernels(views),
+                      _queue(views), _critical(views), _memory(views), _python(views),
+                      _samples(views)])
 
 
 def _section(anchor: str, title: str, body: str) -> str:

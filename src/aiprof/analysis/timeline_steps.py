@@ -1,0 +1,87 @@
+"""Every CPU thread and GPU stream of each step, as spans for the report's timeline.
+
+Per step (at most ``MAX_STEPS``): the CPU spans of nesting depth 0 to 2 on every thread but
+``ProfilerStep#N`` itself (top-level ops and what they call first: the level a reader scans)
+and every kernel, copy and memset on every stream, times relative to the step's start; at
+most ``MAX_SPANS`` spans a step, the longest kept, so a page stays light on steps with a
+million events. Spans come longest first, so a drawing puts the inner ones on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiprof.analysis.cpu_forest import cpu_forest
+from aiprof.trace import Trace
+from aiprof.trace.steps import PROFILER_STEP
+
+MAX_STEPS = 8
+MAX_SPANS = 4000
+KINDS = ("op", "annotation", "runtime", "kernel", "memcpy", "memset")
+
+
+@dataclass(frozen=True, eq=False)
+class TimelineStep:
+    number: int
+    duration_us: float
+    lane: np.ndarray  # index into StepTimeline.lanes
+    start_us: np.ndarray  # from the step's start
+    dur_us: np.ndarray
+    kind: np.ndarray  # index into KINDS
+    name: np.ndarray  # index into StepTimeline.names
+
+
+@dataclass(frozen=True, eq=False)
+class StepTimeline:
+    lanes: list[str]
+    names: list[str]
+    steps: list[TimelineStep]
+    num_steps: int
+    """All profiled steps (``steps`` holds the first ``MAX_STEPS``)."""
+
+
+def step_timeline(trace: Trace) -> StepTimeline:
+    forest = cpu_forest(trace)
+    gpu = trace.gpu_ops
+    step_spans = trace.strings.mask(forest.name_id, PROFILER_STEP)
+    shallow = np.flatnonzero((forest.nested.depth <= 2) & ~step_spans)
+    cpu_kind = np.searchsorted(np.array(forest.offsets[1:]), shallow, side="right")
+    gpu_kind = 3 + np.searchsorted(np.array([len(trace.kernels),
+                                             len(trace.kernels) + len(trace.memcpy)]),
+                                   np.arange(len(gpu)), side="right")
+    cpu_lane = [f"thread {t}" for t in _tids(trace)]
+    stream_keys = gpu.device * (1 << 32) + gpu.stream
+    streams, stream_index = np.unique(stream_keys, return_inverse=True)
+    lanes = cpu_lane + [f"GPU {int(k >> 32)} stream {int(k & 0xFFFFFFFF)}" for k in streams]
+    ts = np.concatenate([forest.ts_us[shallow], gpu.ts_us])
+    dur = np.concatenate([forest.dur_us[shallow], gpu.dur_us])
+    lane = np.concatenate([forest.thread[shallow], len(cpu_lane) + stream_index.ravel()])
+    kind = np.concatenate([cpu_kind, gpu_kind])
+    name_id = np.concatenate([forest.name_id[shallow], gpu.name_id])
+    steps = trace.steps
+    chosen = []
+    for i in range(min(len(steps), MAX_STEPS)):
+        lo, hi = float(steps.start_us[i]), float(steps.end_us[i])
+        rows = np.flatnonzero((ts >= lo) & (ts < hi))
+        rows = rows[np.argsort(-dur[rows], kind="stable")[:MAX_SPANS]]
+        chosen.append((int(steps.number[i]), lo, hi, rows))
+    used: np.ndarray = (np.unique(np.concatenate([name_id[r] for *_, r in chosen])) if chosen
+                        else np.zeros(0, np.int64))
+    names = [trace.name(int(i)) for i in used]
+    out = [TimelineStep(n, hi - lo, lane[r], ts[r] - lo, dur[r], kind[r],
+                        np.searchsorted(used, name_id[r]))
+           for n, lo, hi, r in chosen]
+    return StepTimeline(lanes, names, out, len(steps))
+
+
+def _tids(trace: Trace) -> list[int]:
+    """The tid of each forest thread key, in key order."""
+    forest = cpu_forest(trace)
+    tids = np.concatenate([trace.cpu_ops.tid, trace.annotations.tid, trace.runtime.tid])
+    keys, first = np.unique(forest.thread, return_index=True)
+    out = [0] * (int(keys.max()) + 1 if len(keys) else 0)
+    for k, f in zip(keys.tolist(), first.tolist(), strict=True):
+        out[k] = int(tids[f])
+    return out
