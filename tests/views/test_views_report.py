@@ -54,3 +54,19 @@ def test_report_opens_in_chromium(report: Path) -> None:
     assert f'data-steps="{len(timeline.steps)}"' in run.dom
     lanes = {timeline.lanes[i] for i in timeline.steps[0].lane.tolist()}
     assert any(n.startswith("thread") for n in lanes) and any(n.startswith("GPU") for n in lanes)
+
+
+def test_all_ranks_share_one_timeline(public_traces: Path, tmp_path: Path) -> None:
+    from aiprof.analysis.timeline_steps import merged_timeline, step_timeline
+    from aiprof.record.targets import load_traces
+
+    traces = list(load_traces(public_traces / "trace_filter"))
+    merged = merged_timeline(traces)
+    alone = [step_timeline(t) for t in traces]
+    assert len(merged.steps[0].lane) == sum(len(t.steps[0].lane) for t in alone)
+    ranks = {merged.lanes[i].split()[1] for i in merged.steps[0].lane.tolist()}
+    assert ranks == {str(t.rank) for t in traces} and len(ranks) == 2
+    out = tmp_path / "two.html"
+    assert main(["report", str(public_traces / "trace_filter"), "-o", str(out)]) == 0
+    run = open_page(out)
+    assert run.console_errors == [] and ">rank 1 GPU" in run.dom

@@ -85,3 +85,35 @@ def _tids(trace: Trace) -> list[int]:
     for k, f in zip(keys.tolist(), first.tolist(), strict=True):
         out[k] = int(tids[f])
     return out
+
+
+def merged_timeline(traces: list[Trace]) -> StepTimeline:
+    """Every rank's timeline in one: lanes named ``rank N ...``; step i of every rank drawn
+    on the common clock from the first rank's step i (ranks without it are left out)."""
+    parts = [(t.rank, step_timeline(t), t.steps) for t in traces]
+    if len(parts) == 1:
+        return parts[0][1]
+    lanes: list[str] = []
+    names: list[str] = []
+    lane_base, name_base = [], []
+    for rank, tl, _ in parts:
+        lane_base.append(len(lanes))
+        name_base.append(len(names))
+        lanes += [f"rank {rank} {lane}" for lane in tl.lanes]
+        names += tl.names
+    first_steps = parts[0][2]
+    steps = []
+    for i in range(min(len(tl.steps) for _, tl, _ in parts)):
+        zero = float(first_steps.start_us[i])
+        pieces = []
+        end = 0.0
+        for k, (_, tl, table) in enumerate(parts):
+            s = tl.steps[i]
+            shift = float(table.start_us[i]) - zero
+            pieces.append((s.lane + lane_base[k], s.start_us + shift, s.dur_us, s.kind,
+                           s.name + name_base[k]))
+            end = max(end, shift + s.duration_us)
+        columns = [np.concatenate([p[j] for p in pieces]) for j in range(5)]
+        order = np.argsort(-columns[2], kind="stable")  # longest first: inner spans on top
+        steps.append(TimelineStep(tl.steps[i].number, end, *(c[order] for c in columns)))
+    return StepTimeline(lanes, names, steps, min(tl.num_steps for _, tl, _ in parts))
