@@ -344,3 +344,18 @@ def test_rejected_reasons_are_request_rejected_errors():
         assert batcher.metrics().rejected == {"shutdown": 1}
 
     asyncio.run(scenario())
+
+
+def test_loop_shutdown_without_close_answers_what_is_queued():
+    futures: list[asyncio.Future[Any]] = []
+
+    async def scenario() -> None:
+        batcher = DynamicBatcher(_never, BatchPolicy(max_batch_size=1))
+        batcher.start()
+        futures.extend(batcher.submit(x) for x in range(4))
+        await asyncio.sleep(0.01)  # one computes for ever, three queued; asyncio.run then
+        # cancels the batcher's tasks without close()
+
+    asyncio.run(scenario())
+    assert all(f.done() for f in futures)
+    assert [f.exception().reason for f in futures] == ["shutdown"] * 4

@@ -285,7 +285,7 @@ class DynamicBatcher:
                     await self._wait(queue.next_wake_us())
                     continue
                 self._instances.dispatch(batch, now)
-        except Exception:  # a bug here must not strand what is queued: answer it, then report
+        except BaseException:  # cancelled (loop shutdown) or a bug: answer what is queued first
             self._closed = True
             self._reject_queued()
             raise
