@@ -114,8 +114,10 @@ def run_overload(seconds: float, faults: bool) -> dict[str, Any]:
     async def scenario() -> dict[str, Any]:
         asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: loop_errors.append(ctx))
         policy = two_level_policy(16, HIGH_TIMEOUT_US, LOW_TIMEOUT_US)
+        # the latest 20,000 latency samples are kept (the recorder's bound), so what grows with
+        # the number of requests stops growing within the run
         batcher = DynamicBatcher(Chaos(faults), policy, compute_timeout_us=100_000,
-                                 reject_hopeless=True)
+                                 reject_hopeless=True, max_samples=20_000)
         batcher.start()
         rng = np.random.default_rng(1)
         submitted = 0
@@ -149,7 +151,7 @@ def check_overload(result: dict[str, Any], faults: bool) -> None:
     assert result["outcomes"]["result"] == m.num_completed
     assert m.latency_p99_by_level_us["1"] <= HIGH_TIMEOUT_US
     rss = result["rss"]
-    assert rss[-1] - rss[1] < 40e6  # flat: no growth with the number of requests
+    assert rss[-1] - rss[1] < 20e6  # flat: no growth with the number of requests
     if faults:
         assert {"model_error", "interrupted", "compute_timeout", "bad_output"} <= set(m.failed)
         assert m.num_replaced_instances > 0

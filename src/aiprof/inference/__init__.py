@@ -4,8 +4,14 @@ These names import without torch; what runs a model (latency curves, stages, col
 graphs, INT8) is in ``aiprof.measure.inference``.
 """
 
-from aiprof.inference.batcher import DynamicBatcher, QueueFullError, RequestRejectedError
+from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.clock import FakeClock, LoopClock
+from aiprof.inference.failures import (
+    BatchFailedError,
+    ModelOutputError,
+    QueueFullError,
+    RequestRejectedError,
+)
 from aiprof.inference.latency_curve import LatencyCurve
 from aiprof.inference.metrics import BatchingMetrics
 from aiprof.inference.padding import PaddingOptions, PaddingReport, analyze_padding
@@ -14,12 +20,14 @@ from aiprof.inference.simulator import SimulationOptions, simulate
 from aiprof.inference.tune import TuneOptions, tune_policy
 
 __all__ = [
+    "BatchFailedError",
     "BatchPolicy",
     "BatchingMetrics",
     "DynamicBatcher",
     "FakeClock",
     "LatencyCurve",
     "LoopClock",
+    "ModelOutputError",
     "PaddingOptions",
     "PaddingReport",
     "QueueFullError",

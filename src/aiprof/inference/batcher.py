@@ -101,6 +101,7 @@ class DynamicBatcher:
         self._reject_hopeless = reject_hopeless
         self._seq = itertools.count()
         self._wakeup: asyncio.Future[None] | None = None
+        self._wait_until_us = INF
         self._drained: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_task: asyncio.Task[None] | None = None
@@ -140,8 +141,9 @@ class DynamicBatcher:
         stop = self._clock.now_us() + max(0.0, limit)
         timer = self._clock.call_at(stop, self._notify_drained) if stop < INF else None
         while not self._is_drained() and self._clock.now_us() < stop:
-            self._drained = self._loop.create_future()
-            await self._drained
+            if self._drained is None or self._drained.done():  # shared by concurrent close()s
+                self._drained = self._loop.create_future()
+            await asyncio.shield(self._drained)
         if timer is not None:
             timer.cancel()
         if not self._is_drained():
@@ -200,7 +202,9 @@ class DynamicBatcher:
             future.set_exception(QueueFullError("queue_full", "the queue is full; retry later"))
             return future
         future.add_done_callback(functools.partial(self._on_done, request=request))
-        self._wake()
+        if self._instances.free_since or min(request.deadline_us, request.timeout_at_us) < (
+                self._wait_until_us):
+            self._wake()  # all busy: the loop only needs to know of an earlier expiry
         return future
 
     async def infer(self, payload: Any, **options: Any) -> Any:
@@ -260,6 +264,7 @@ class DynamicBatcher:
     async def _wait(self, until_us: float) -> None:
         assert self._loop is not None
         self._wakeup = self._loop.create_future()
+        self._wait_until_us = until_us
         timer = self._clock.call_at(until_us, self._wake) if until_us < INF else None
         await self._wakeup
         if timer is not None:
@@ -280,6 +285,10 @@ class DynamicBatcher:
                     await self._wait(queue.next_wake_us())
                     continue
                 self._instances.dispatch(batch, now)
+        except BaseException:  # cancelled (loop shutdown) or a bug: answer what is queued first
+            self._closed = True
+            self._reject_queued()
+            raise
         finally:
             self._notify_drained()
 

@@ -47,6 +47,10 @@ class LoopClock:
         await asyncio.sleep(max(0.0, duration_us) / 1e6)
 
 
+def _nothing() -> None:
+    pass
+
+
 class _Timer:
     __slots__ = ("callback", "cancelled")
 
@@ -56,6 +60,7 @@ class _Timer:
 
     def cancel(self) -> None:
         self.cancelled = True
+        self.callback = _nothing  # let go of what the callback holds, as asyncio's handles do
 
 
 class FakeClock:
@@ -72,6 +77,9 @@ class FakeClock:
     def call_at(self, when_us: float, callback: Callable[[], None]) -> Cancellable:
         timer = _Timer(callback)
         heapq.heappush(self._timers, (when_us, next(self._order), timer))
+        if len(self._timers) > 1024 and len(self._timers) % 1024 == 0:
+            self._timers = [entry for entry in self._timers if not entry[2].cancelled]
+            heapq.heapify(self._timers)
         return timer
 
     async def sleep(self, duration_us: float) -> None:

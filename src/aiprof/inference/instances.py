@@ -106,6 +106,12 @@ class Instances:
             if self._is_async:
                 result = await result
         except BaseException as error:  # noqa: BLE001 - CancelledError, SystemExit... included
+            task = asyncio.current_task()
+            if isinstance(error, asyncio.CancelledError) and task and task.cancelling():
+                # this task was cancelled (the loop shuts down), not a CancelledError of the model's
+                self._give_up(batch, BatchFailedError(
+                    "shutdown", "the event loop cancelled this batch while it computed"))
+                raise
             self._finish(batch, None, error)
         else:
             self._finish(batch, result, None)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from aiprof.errors import InputError
+from aiprof.errors import AiprofError, InputError
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.clock import LoopClock
 
@@ -50,7 +50,12 @@ async def open_loop(
     for index, when in enumerate(np.asarray(arrivals_us, dtype=np.float64)):
 
         def send(i: int = index) -> None:
-            futures.append(batcher.submit(payload(i)))
+            try:
+                futures.append(batcher.submit(payload(i)))
+            except AiprofError as error:  # refused (not started, bad payload): an answer too
+                refused: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                refused.set_exception(error)
+                futures.append(refused)
 
         clock.call_at(start + float(when), send)
     await clock.sleep(float(arrivals_us[-1]))

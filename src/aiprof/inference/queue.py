@@ -136,10 +136,12 @@ class BatchQueue:
     def _compact(self) -> None:
         """Rebuild any structure whose stale entries outnumber its live ones (amortized O(1))."""
         for index, heap in enumerate(self._order):
-            if len(heap) > 2 * self._live[index] + _COMPACT_SLACK:
+            limit = 2 * self._live[index] + _COMPACT_SLACK
+            if len(heap) > limit:
                 heap[:] = [entry for entry in heap if _in_main(entry[2])]
                 heapq.heapify(heap)
-                arrival = self._arrival[index]
+            arrival = self._arrival[index]
+            if len(arrival) > limit:  # taken out of arrival order: stale entries behind the head
                 kept = [r for r in arrival if _in_main(r)]
                 arrival.clear()
                 arrival.extend(kept)
@@ -260,6 +262,7 @@ class BatchQueue:
             self._delayed.popleft()
             self._forget(head)
             batch.append(head)
+        self._compact()
         return batch
 
     def _take_main(self, now_us: float, size: int) -> list[Request]:
