@@ -7,11 +7,13 @@ The variants run at once (one process each) in a module fixture.
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from trial_helpers import read, start_variant
+from trial_helpers import env, read, start_variant, variant_command
 
 FIXES = ("none", "tf32", "bf16", "cudnn_benchmark", "channels_last", "dataloader",
          "fused_optimizer", "no_empty_cache", "expandable_segments")
@@ -96,6 +98,18 @@ def test_expandable_segments_in_the_environment(runs: dict[str, Any]) -> None:
     observed, result = runs["expandable_segments"]
     assert "expandable_segments:True" in observed["alloc_conf"]
     assert "no CUDA device" in result["not_applicable"]
+
+
+def test_inference_steps_from_a_function_and_the_largest_module(tmp_path: Path) -> None:
+    command = variant_command("channels_last", tmp_path / "result", "infer_conv.py",
+                              warmup=3, steps=4, steps_from="infer_batch")
+    done = subprocess.run(command, env=env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "should have been stopped" not in done.stdout
+    result = json.loads((tmp_path / "result" / "rank0.json").read_text())
+    assert result["step_source"] == "named" and result["num_steps"] == 7
+    assert len(result["step_us"]) == 4 and result["facts"]["converted_convs"] == 1
+    assert result["watch"]["values"] == []  # no loss in an inference script
 
 
 @pytest.mark.slow

@@ -20,10 +20,11 @@ def env() -> dict[str, str]:
 
 
 def variant_command(fix: str, result: Path, script: str, *args: str, warmup: int = 3,
-                    steps: int = 2) -> list[str]:
+                    steps: int = 2, steps_from: str | None = None) -> list[str]:
+    named = ["--steps-from", steps_from] if steps_from else []
     return [sys.executable, "-m", "aiprof.measure.fixes.variant", "--fix", fix,
-            "--warmup", str(warmup), "--steps", str(steps), "--result", str(result), "--",
-            str(WORKLOADS / script), *args]
+            "--warmup", str(warmup), "--steps", str(steps), "--result", str(result), *named,
+            "--", str(WORKLOADS / script), *args]
 
 
 def start_variant(fix: str, folder: Path, **kwargs: Any) -> subprocess.Popen[bytes]:

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiprof
 from aiprof.capture.api import activate, deactivate
 from aiprof.capture.runner import StopScript, execute, parse_target, script_context
 from aiprof.capture.step_timer import StepTimer
@@ -85,7 +84,8 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     target = parse_target(args.command)
-    skip = (os.path.dirname(aiprof.__file__), os.path.dirname(torch.__file__))
+    package = str(Path(__file__).resolve().parents[2])  # src/aiprof: no frames of ours
+    skip = (package, os.path.dirname(torch.__file__))
     watch = LossWatch(args.watch, skip)
     session = VariantSession(torch, fix, watch, warmup=args.warmup, steps=args.steps,
                              steps_from=args.steps_from)
