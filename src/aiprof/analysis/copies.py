@@ -19,6 +19,7 @@ from aiprof.analysis.classify import spans
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.analysis.sync import SYNC_COPY_CALL
 from aiprof.trace import Trace
+from aiprof.trace.links import gather
 
 DIRECTION = re.compile(r"\b(HtoD|DtoH|DtoD|PtoP|HtoH)\b")
 HOST_KIND = re.compile(r"Pageable|Pinned|Managed", re.I)
@@ -61,7 +62,7 @@ def copies(trace: Trace) -> CopiesResult:
     direction = [_match(DIRECTION, n, "other") for n in names]
     host = [_match(HOST_KIND, n, "-").lower() for n in names]
     launch = ops.launch_row[rows]
-    sync_call = trace.strings.mask(trace.runtime.name_id[np.maximum(launch, 0)], SYNC_COPY_CALL)
+    sync_call = trace.strings.mask(gather(trace.runtime.name_id, launch, -1), SYNC_COPY_CALL)
     synchronous = (np.array([h == "pageable" for h in host], bool) | (sync_call & (launch >= 0)))
     kernels = spans(trace.kernels)
     groups = []

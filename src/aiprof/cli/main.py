@@ -7,6 +7,7 @@ Only here do aiprof's exceptions become exit codes and one line on stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import pkgutil
@@ -162,8 +163,14 @@ def _limits_in_environment(args: argparse.Namespace) -> Iterator[None]:
                 os.environ[name] = old
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The parser, built once per process (building it imports and wires every command)."""
+    return build_parser()
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    parser = _parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except UsageError as error:
