@@ -88,9 +88,21 @@ class StringTable:
         return len(self._ids)
 
     def matching(self, pattern: str | re.Pattern[str]) -> np.ndarray:
-        """Ids of the strings matching a regular expression (``re.search``)."""
+        """Ids of the strings matching a regular expression (``re.search``).
+
+        Remembered per pattern until strings are added: analyses ask the same questions
+        (which kernels are communication, which ops are ProfilerStep) several times, and
+        a trace may hold 500k distinct names."""
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-        return np.array([i for i, v in enumerate(self.display) if regex.search(v)], dtype=np.int64)
+        key = (regex.pattern, regex.flags)
+        cache = self.__dict__.setdefault("_matching", {})
+        found = cache.get(key)
+        if found is not None and found[0] == len(self._ids):
+            return found[1]  # type: ignore[no-any-return]
+        ids = np.array([i for i, v in enumerate(self.display) if regex.search(v)], dtype=np.int64)
+        ids.flags.writeable = False
+        cache[key] = (len(self._ids), ids)
+        return ids
 
     def mask(self, ids: np.ndarray, pattern: str | re.Pattern[str]) -> np.ndarray:
         """Boolean mask over an id column: which rows' strings match ``pattern``."""
