@@ -98,6 +98,7 @@ class TableBuilder:
         self.num_events = 0
         self.num_skipped = 0
         self._batch_index = 0
+        self._precise = False
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -108,6 +109,7 @@ class TableBuilder:
             self.reset()
             return
         self._batch_index = index
+        self._precise = isinstance(batch, precise.Batch)
         self.num_events += len(batch)
         for category, events in _group_by(batch, "cat"):
             kind = SPAN_KIND_BY_CATEGORY.get(category)
@@ -166,8 +168,15 @@ class TableBuilder:
             else:  # M (metadata), C (counters), B/E and others carry nothing analysed
                 self.num_skipped += len(group)
 
+    def _residual(self, events: list[s.Event]) -> Columns:
+        """The ``precise.RESIDUAL`` column of events whose timestamps lost digits, else none."""
+        if not self._precise:
+            return {}
+        residual = _floats(events, "ts_residual")
+        return {precise.RESIDUAL: residual} if residual.any() else {}
+
     def _common(self, events: list[s.Event], ts: np.ndarray) -> dict[str, np.ndarray]:
-        return _residual(events) | {
+        return self._residual(events) | {
             "ts_us": ts,
             "dur_us": _floats(events, "dur"),
             "name_id": self.strings.ids_of(events, "name"),
@@ -308,7 +317,7 @@ class TableBuilder:
                     "addr",
                 )
             }
-            columns |= _residual(memory) | {
+            columns |= self._residual(memory) | {
                 "ts_us": _floats(memory, "ts"),
                 "pid": self._ints_or_ids(memory, "pid"),
                 "tid": self._ints_or_ids(memory, "tid"),
@@ -317,7 +326,7 @@ class TableBuilder:
         if others:
             self._emit(
                 "instants",
-                _residual(others)
+                self._residual(others)
                 | {
                     "ts_us": _floats(others, "ts"),
                     "pid": self._ints_or_ids(others, "pid"),
@@ -333,7 +342,7 @@ class TableBuilder:
         phases = map(FLOW_PHASES.__getitem__, map(attrgetter("ph"), events))
         self._emit(
             "flows",
-            _residual(events)
+            self._residual(events)
             | {
                 "ts_us": ts,
                 "pid": self._ints_or_ids(events, "pid"),
@@ -375,12 +384,6 @@ def _flow_ids(events: list[s.Event]) -> np.ndarray:
         ids = map(attrgetter("id"), events)
         out = [v if v.__class__ is int else _named_id(str(v)) for v in ids]
         return np.array(out, dtype=np.int64)
-
-
-def _residual(events: list[s.Event]) -> Columns:
-    """The ``precise.RESIDUAL`` column of events whose timestamps lost digits, else none."""
-    residual = _floats(events, "ts_residual")
-    return {precise.RESIDUAL: residual} if residual.any() else {}
 
 
 def _with_time(events: list[s.Event]) -> tuple[list[s.Event], np.ndarray]:

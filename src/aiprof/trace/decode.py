@@ -49,8 +49,7 @@ def decode_events(data: bytes | bytearray | msgspec.Raw) -> list[Event]:
         events: list[Event] = _known_decoder.decode(data)  # type: ignore[assignment]
     except msgspec.ValidationError:
         events = _events_decoder.decode(data)
-    precise.attach(data, events)
-    return events
+    return precise.attach(data, events)
 
 
 class CutFailed(Exception):

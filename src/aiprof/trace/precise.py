@@ -27,27 +27,33 @@ _TS = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.(\d+))?(?=[\s,}])')
 RESIDUAL = "ts_residual_us"
 
 
-def attach(data: Any, events: list[Any]) -> None:
-    """Store on each event the part of its ``ts`` that float parsing lost (see module doc)."""
+class Batch(list):  # type: ignore[type-arg]
+    """A decoded batch whose events carry residuals (plain lists carry none)."""
+
+
+def attach(data: Any, events: list[Any]) -> list[Any]:
+    """The events, each holding the part of its ``ts`` that float parsing lost (see the
+    module doc): a ``Batch`` when any residual was stored, else ``events`` itself."""
     if not events or not _FRACTIONAL_BIG_TS.search(data, 0, SNIFF_BYTES):
-        return
+        return events
     found = _TS.findall(data)
     ts = fields.floats(events, "ts")
     timed = np.flatnonzero(np.isfinite(ts))
     if len(found) != len(timed):
-        return  # a "ts" key elsewhere (inside args): the texts cannot be matched to events
+        return events  # a "ts" key elsewhere (inside args): the texts cannot be matched to events
     whole = np.array([w for w, _ in found], dtype=np.bytes_).astype(np.float64)
     parsed = ts[timed]
     floor = np.floor(parsed)
     carry = whole - floor  # -1 where parsing rounded up to the next integer
     if (np.abs(carry) > 1).any() or (parsed < 0).any():
-        return  # not the same numbers in the same order: leave the floats as they are
+        return events  # not the same numbers in the same order: leave the floats as they are
     fraction = np.array([b"0." + (f or b"0") for _, f in found], dtype=np.bytes_).astype(np.float64)
     residual = carry + fraction - (parsed - floor)
     if not residual.any():
-        return
+        return events
     for index, value in zip(timed.tolist(), residual.tolist(), strict=True):
         events[index].ts_residual = value
+    return Batch(events)
 
 
 def residuals(chunks: list[dict[str, np.ndarray]]) -> np.ndarray | None:
