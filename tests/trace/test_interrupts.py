@@ -143,7 +143,9 @@ def test_an_interrupted_split_read_of_one_file_leaves_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("code", [CLI, pytest.param(SPLIT, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "code", [pytest.param(CLI, id="ranks"), pytest.param(SPLIT, id="split", marks=pytest.mark.slow)]
+)
 def test_workers_of_a_killed_reader_exit_and_the_next_read_removes_its_parcels(
     ranks: Path, small_ranks: Path, tmp_path: Path, code: str
 ) -> None:
