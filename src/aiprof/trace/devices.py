@@ -56,11 +56,8 @@ class DeviceProperties:
                 else:
                     dropped.append(key)
                 continue
-            if isinstance(value, bool):
-                clean[key] = value
-                continue
             low, high = PROPERTY_LIMITS.get(key, (1, 1 << 40))
-            number = _int(value)
+            number = None if isinstance(value, bool) else _int(value)
             if number is not None and low <= number <= high:
                 clean[key] = number
             else:
@@ -80,6 +77,10 @@ PROPERTY_LIMITS: dict[str, tuple[int, int]] = {
     "totalGlobalMem": (1, 1 << 50),  # 1 PiB; an H200 has 141 GB (NVIDIA H200 datasheet)
     "computeMajor": (1, 99),
     "computeMinor": (0, 99),
+    "warpSize": (32, 64),  # NVIDIA 32, AMD 64
+    # at least one warp: fewer threads per SM or block leave no warp to schedule
+    "maxThreadsPerMultiprocessor": (32, 1 << 16),
+    "maxThreadsPerBlock": (32, 1 << 16),
 }
 """Bounds of numeric ``deviceProperties``; others: 1 to 2**40, far beyond any GPU's value
 (the largest besides memory, an H100's 50 MiB l2CacheSize: NVIDIA H100 whitepaper, 2022)."""
