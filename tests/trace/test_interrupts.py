@@ -48,6 +48,14 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One trace of 600k events, for reads split over helpers (seconds, not a blink)."""
+    path = tmp_path_factory.mktemp("big") / "big.json"
+    path.write_text(_trace_text(600_000, 0))
+    return path
+
+
+@pytest.fixture(scope="module")
 def small_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("small_ranks")
     for rank in range(2):
@@ -127,13 +135,13 @@ def test_an_interrupted_multi_file_read_ends_at_once_and_leaves_nothing(
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_split_read_of_one_file_leaves_nothing(
-    ranks: Path, tmp_path: Path, signum: int
+    big_trace: Path, tmp_path: Path, signum: int
 ) -> None:
     process, marker = _start(
         "from aiprof.cli.main import _sigterm_raises\n"
         "with _sigterm_raises():\n    exec(" + repr(SPLIT) + ")",
         tmp_path,
-        str(ranks / "rank0.json"),
+        str(big_trace),
     )
     _wait_for_workers(marker, 2)
     process.send_signal(signum)
@@ -147,9 +155,12 @@ def test_an_interrupted_split_read_of_one_file_leaves_nothing(
     "code", [pytest.param(CLI, id="ranks"), pytest.param(SPLIT, id="split", marks=pytest.mark.slow)]
 )
 def test_workers_of_a_killed_reader_exit_and_the_next_read_removes_its_parcels(
-    ranks: Path, small_ranks: Path, tmp_path: Path, code: str
+    ranks: Path, small_ranks: Path, tmp_path: Path, code: str, request: pytest.FixtureRequest
 ) -> None:
-    args = ("summary", str(ranks)) if code == CLI else (str(ranks / "rank0.json"),)
+    if code == CLI:
+        args: tuple[str, ...] = ("summary", str(ranks))
+    else:
+        args = (str(request.getfixturevalue("big_trace")),)
     process, marker = _start(code, tmp_path, *args)
     _wait_for_workers(marker, 3 if code == CLI else 2)
     process.kill()
