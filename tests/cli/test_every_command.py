@@ -5,7 +5,6 @@ or says in one line why not; no traceback ever reaches the user."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from tests.conftest import DATA, REAL_TRACES
