@@ -19,6 +19,11 @@ COMMANDS = {
     "roofline": ["--plot", "{tmp}/roof.svg"],
     "memtimeline": [],
     "scaling": ["--ranks", "2,8"],
+    "ops": [],
+    "queue": [],
+    "critical-path": [],
+    "hotspots": [],
+    "export": ["--perfetto", "-o", "{tmp}/t.json", "--no-findings"],
 }
 SMALL = 400_000  # bytes: traces below this run by default, the rest with -m slow
 RUN = DATA / "capture" / "h200_gpt2_small_timed_run"
@@ -59,3 +64,10 @@ def test_every_trace_reading_command_is_covered() -> None:
     reads = {name for name, p in sub.choices.items()
              if any(a.metavar == "TRACE" for a in p._actions)}
     assert reads == set(COMMANDS)
+
+
+@pytest.mark.parametrize("target", ["example:two_ranks", "example:triton", str(RUN)])
+def test_diff_takes_the_same_targets(target, capsys) -> None:
+    code = main(["diff", target, target, "--json"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and (code == 0 or (code == 2 and err.count("\n") == 1)), err
