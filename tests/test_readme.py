@@ -23,7 +23,7 @@ SKIP = {
     "python train_ddp.py": "runs the user's own DDP script",
     "python train_loop.py": "runs the user's own training script",
 }
-SLOW = ("aiprof model", "aiprof ceilings")  # 10 s to 80 s each on a 2-core VM (torch runs)
+SLOW = ("aiprof model", "aiprof ceilings", "aiprof try")  # 10 s to 5 min each on a 2-core VM
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,10 @@ def _doc_file(name: str, marker: str) -> str:
 
 @pytest.fixture()
 def fresh_folder(tmp_path: Path) -> Path:
-    """A folder like a user's clone root: the repository's tests/ (some examples name a model
-    file there) and the files the docs define, but nothing beside it."""
-    (tmp_path / "tests").symlink_to(REPO / "tests")
+    """A folder like a user's clone root: the repository's tests/ and scripts/ (some examples
+    name a model or workload there) and the files the docs define, but nothing beside it."""
+    for folder in ("tests", "scripts"):
+        (tmp_path / folder).symlink_to(REPO / folder)
     (tmp_path / "gelu_demo.py").write_text(_doc_file("gelu_demo.py", "class GeluChain"))
     return tmp_path
 

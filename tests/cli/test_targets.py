@@ -103,3 +103,14 @@ def test_every_example_resolves_and_is_listed(capsys):
 def test_an_unknown_example_names_the_known_ones(capsys):
     assert main(["summary", "example:nope"]) == 2
     assert "a100_nccl" in one_error_line(capsys)
+
+
+def test_the_report_of_a_run_record_shows_what_ran_where(run_dir, tmp_path, capsys):
+    page = tmp_path / "run.html"
+    assert main(["report", str(run_dir), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "<h2>Run record</h2>" in html and "scripts/h200/workloads/gpt2_train.py" in html
+    assert "torch 2.11.0+cu130" in html and "NVIDIA H200" in html and "completed" in html
+    plain = tmp_path / "plain.html"
+    assert main(["report", "example:triton", "-o", str(plain)]) == 0
+    assert "Run record" not in plain.read_text()

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import DATA
+from tests.conftest import DATA, require
 from views_synth import Builder
 
 from aiprof import load_trace
@@ -62,7 +62,7 @@ def test_cli_json_and_pandas(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_hta_compare_traces(public_traces: Path) -> None:
     hta = {r["name"]: r for r in json.loads((DATA / "views" / "hta_0.5.0.json").read_text())
            ["trace_diff"]}
-    runs = public_traces / "trace_diff"
+    runs = require(public_traces / "trace_diff")
     rows = hta_compare_traces(load_trace(runs / "control.json.gz"),
                               load_trace(runs / "test.json.gz"))
     assert {r.name for r in rows} == set(hta)

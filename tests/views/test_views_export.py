@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.conftest import DATA
+from tests.conftest import DATA, require
 from views_synth import Builder
 
 from aiprof import load_trace
@@ -69,7 +69,8 @@ def test_every_rank_is_a_process(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_every_rank_is_a_process_public(public_traces: Path, tmp_path: Path) -> None:
-    _check_ranks(sorted((public_traces / "trace_diff").glob("*.json.gz")), tmp_path / "t.json")
+    ranks = sorted(require(public_traces / "trace_diff").glob("*.json.gz"))
+    _check_ranks(ranks, tmp_path / "t.json")
 
 
 def _check_ranks(ranks: list[Path], out: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import DATA
+from tests.conftest import DATA, require
 from views_synth import Builder
 
 from aiprof import load_trace
@@ -58,7 +58,7 @@ CASES = sorted({(folder, row["file"]) for folder, rows in HTA["queue_length"].it
 
 @pytest.mark.parametrize(("folder", "file"), CASES, ids=[f"{f}/{n}" for f, n in CASES])
 def test_hta_queue_summary(public_traces: Path, folder: str, file: str) -> None:
-    result = queue_length(load_trace(public_traces / folder / file), hta=True)
+    result = queue_length(load_trace(require(public_traces / folder / file)), hta=True)
     ours = {s.stream: s for s in result.streams}
     theirs = [r for r in HTA["queue_length"][folder] if r["file"] == file]
     assert sorted(ours) == sorted(r["stream"] for r in theirs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 TARGET_HELP = (
     "a trace file (.json/.json.gz), a directory of rank traces, a run record from "
@@ -14,6 +15,38 @@ def add_target_argument(parser: argparse.ArgumentParser, name: str = "target",
                         *, many: bool = False) -> None:
     """The positional TRACE argument (``many``: one or more)."""
     parser.add_argument(name, metavar="TRACE", nargs="+" if many else None, help=TARGET_HELP)
+    add_quiet_argument(parser)
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress line."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line on stderr (it only shows in a terminal, for work "
+                             "longer than a second)")
+
+
+def busy(args: argparse.Namespace, label: str) -> Any:
+    """A progress line for ``label`` unless ``--quiet`` or stderr is not a terminal."""
+    from aiprof.report.progress import busy as show
+    from aiprof.report.progress import wanted
+
+    return show(label, enabled=wanted(getattr(args, "quiet", False)))
+
+
+def load_traces(args: argparse.Namespace, targets: Any, **options: Any) -> Any:
+    """``aiprof.record.targets.load_traces`` with a progress line."""
+    from aiprof.record.targets import load_traces as load
+
+    with busy(args, "reading traces"):
+        return load(targets, **options)
+
+
+def load_rank(args: argparse.Namespace, target: Any, rank: int | None) -> Any:
+    """``aiprof.record.targets.load_rank`` with a progress line."""
+    from aiprof.record.targets import load_rank as load
+
+    with busy(args, "reading the trace"):
+        return load(target, rank)
 
 
 def add_rank_argument(parser: argparse.ArgumentParser) -> None:

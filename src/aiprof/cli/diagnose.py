@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import TARGET_HELP
+from aiprof.cli._targets import TARGET_HELP, add_quiet_argument, busy, load_traces
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US
 from aiprof.errors import InputError
 
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_ceilings_argument(parser)
     add_profiler_arguments(parser)
     add_try_arguments(parser)
+    add_quiet_argument(parser)
 
 
 def add_profiler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +68,7 @@ def profiler_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions, diagnose
-    from aiprof.record.targets import load_traces, resolve
+    from aiprof.record.targets import resolve
     from aiprof.report.diagnose_terminal import render_diagnosis
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
@@ -81,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
         from aiprof.cli._diagnose_try import run_with_try
 
         return run_with_try(args, options)
-    result = diagnose(load_traces(args.target), options)
+    traces = load_traces(args, args.target)
+    with busy(args, "diagnosing"):
+        result = diagnose(traces, options)
     if args.json:
         print(dumps(result.document()))
     else:

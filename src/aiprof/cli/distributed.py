@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_target_argument
+from aiprof.cli._targets import add_target_argument, load_traces
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.analysis import DistributedOptions, analyze_distributed
-    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
 
-    traces = load_traces(args.traces, step_annotation=args.step_annotation)
+    traces = load_traces(args, args.traces, step_annotation=args.step_annotation)
     options = DistributedOptions(
         straggler_wait_pct=args.straggler_wait_pct,
         compute_tolerance_pct=args.compute_tolerance_pct,

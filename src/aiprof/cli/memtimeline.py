@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_rank_argument, add_target_argument
+from aiprof.cli._targets import add_rank_argument, add_target_argument, load_rank
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,13 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
-    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
     from aiprof.tensor.memtimeline import trace_memory_timeline
 
     if args.top < 1:
         raise InputError(f"--top must be at least 1 (got {args.top})")
-    trace, _ = load_rank(args.trace, args.rank)
+    trace, _ = load_rank(args, args.trace, args.rank)
     timeline = trace_memory_timeline(trace, args.device, top=args.top)
     if args.plot is not None:
         from aiprof.report.svg import Series, line_chart

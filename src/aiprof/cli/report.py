@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_target_argument
+from aiprof.cli._targets import add_target_argument, busy, load_traces
 from aiprof.cli.diagnose import (
     add_ceilings_argument,
     add_profiler_arguments,
@@ -31,16 +31,17 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
-    from aiprof.record.runrecord import SAMPLES_FILE, empty_samples, read_samples
-    from aiprof.record.targets import load_traces, resolve
+    from aiprof.record.runrecord import SAMPLES_FILE, empty_samples, read_meta, read_samples
+    from aiprof.record.targets import resolve
     from aiprof.report.html import render_report
     from aiprof.report.jsonout import dumps
 
     target = resolve(args.target)
     options = DiagnoseOptions(ceilings=read_ceilings(args, target), **profiler_options(args))
     title = f"aiprof report: {target.path.name}"
-    traces = load_traces(args.target)
-    data = report_data(traces, title, options)
+    traces = load_traces(args, args.target)
+    with busy(args, "diagnosing and writing the report"):
+        data = report_data(traces, title, options)
     run_dir = target.run_dir
     samples = read_samples(run_dir / SAMPLES_FILE) if run_dir is not None else empty_samples()
     views = rank_views(traces.rank(data.ranks[0].summary.rank), samples.columns)
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
         data = replace(data, trial=read_try_record(run_dir))
     try:
-        args.output.write_text(render_report(data, views), encoding="utf-8")
+        meta = read_meta(run_dir) if run_dir is not None else None
+        args.output.write_text(render_report(data, views, meta), encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot write {args.output}: {error.strerror}") from None
     if args.json:

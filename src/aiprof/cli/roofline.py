@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_rank_argument, add_target_argument
+from aiprof.cli._targets import add_rank_argument, add_target_argument, load_rank
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,13 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
-    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu, load_ceilings
     from aiprof.tensor.trace_roofline import trace_roofline
 
-    trace, target = load_rank(args.source, args.rank)
+    trace, target = load_rank(args, args.source, args.rank)
     ceilings: Ceilings | None
     if args.ceilings is not None:
         ceilings = load_ceilings(args.ceilings)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_rank_argument, add_target_argument
+from aiprof.cli._targets import add_rank_argument, add_target_argument, load_rank
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,10 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.links import link_preset
     from aiprof.distributed.scaling import inputs_from_trace, parse_ranks, predict_scaling
     from aiprof.distributed.trace_link import trace_link
-    from aiprof.record.targets import load_rank
     from aiprof.report.jsonout import dumps
 
-    trace, _ = load_rank(args.trace, args.rank)
+    trace, _ = load_rank(args, args.trace, args.rank)
     inputs = inputs_from_trace(
         trace,
         params=args.params,

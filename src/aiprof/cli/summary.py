@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_target_argument
+from aiprof.cli._targets import add_target_argument, busy, load_traces
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,14 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.summary import summary
-    from aiprof.record.targets import load_traces
     from aiprof.report.jsonout import dumps
     from aiprof.report.summary_json import summary_document
     from aiprof.report.summary_terminal import render_summaries
     from aiprof.report.terminal import console
 
-    traces = load_traces(args.targets, step_annotation=args.step_annotation)
-    summaries = summary(traces)
+    traces = load_traces(args, args.targets, step_annotation=args.step_annotation)
+    with busy(args, "summarizing"):
+        summaries = summary(traces)
     if args.json:
         print(dumps(summary_document(summaries)))
     else:

@@ -15,22 +15,27 @@ from aiprof.analysis.step_breakdown import CATEGORIES
 from aiprof.analysis.views import RankViews
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.report_data import RankView, ReportData
+from aiprof.record.runrecord import RunMeta
 from aiprof.report.html_assets import CSS, JS
 from aiprof.report.jsonout import dumps
 from aiprof.report.profiler_text import profiler_line
 from aiprof.report.roofline_svg import roofline_svg
+from aiprof.report.run_html import run_record_html
 from aiprof.report.try_html import try_fragment
 from aiprof.report.views_html import view_sections
 
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
 
 
-def render_report(data: ReportData, views: RankViews | None = None) -> str:
-    """The whole page as one string (with the sections of ``views`` when given)."""
+def render_report(data: ReportData, views: RankViews | None = None,
+                  run_meta: RunMeta | None = None) -> str:
+    """The whole page as one string (with the sections of ``views`` when given; ``run_meta``:
+    the run record the traces came from)."""
     rank = data.ranks[0]
     body = [
         f"<h1>{escape(data.title)}</h1>",
         _overview(data),
+        run_record_html(run_meta) if run_meta is not None else "",
         "<h2>Findings</h2>",
         diagnosis_fragment(data.diagnosis),
         try_fragment(data.trial) if data.trial else "",
