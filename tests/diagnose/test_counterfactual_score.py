@@ -145,6 +145,19 @@ def test_one_fix_suite_scores_as_its_own_checks() -> None:
     assert suite.accepted, (suite.top1_hits, suite.gain_hits)
 
 
+def test_one_fix_labels_convert_to_the_suite_format(tmp_path: Path) -> None:
+    """The diagnose suite's labels written in the counterfactual format (traces by absolute
+    path) read back as the same workloads as read directly."""
+    from aiprof.evaluation.labels import single_fix_as_suite
+
+    converted = single_fix_as_suite(json.loads((DATA / "labels.json").read_text()))
+    for row in converted["workloads"]:
+        row["traces"]["aiprof"] = str(DATA / row["traces"]["aiprof"])
+    write_labels(tmp_path, converted, "labels.json")
+    assert load_suite(tmp_path) == load_suite(DATA)
+    assert len(converted["workloads"]) == 10  # 12 cases, 2 healthy twins without a fix
+
+
 needs_counterfactual = pytest.mark.skipif(
     not list(COUNTERFACTUAL.glob("labels*.json")),
     reason="the counterfactual suite has not been recorded on the H200 yet")
