@@ -279,6 +279,7 @@ def main(argv: list[str]) -> int:
                      if f.get("applicable") and "skipped" not in f}
             print(f"counterfactual: {w.name} {row['wall_s']} s base {row.get('base_ms')} ms "
                   f"gains {gains} {row.get('error', '')}", flush=True)
+            torch._dynamo.reset()  # compiled code of this workload's models, and their memory
             gc.collect()
             if device == "cuda":
                 torch.cuda.empty_cache()
