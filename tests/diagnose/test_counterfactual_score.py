@@ -110,6 +110,8 @@ def test_suite_labels_read_every_fix_and_skip_workloads_without_traces(tmp_path:
     (tmp_path / "w1.aiprof").mkdir()
     (only,) = load_suite(tmp_path)
     assert only.name == "w1" and only.trace == tmp_path / "w1.aiprof"
+    (tmp_path / "w2.torch.trace.json.gz").write_bytes(b"")  # w2's capture failed: plain trace
+    assert [w.trace.name for w in load_suite(tmp_path)] == ["w1.aiprof", "w2.torch.trace.json.gz"]
     assert [(f.name, f.gain_pct) for f in only.fixes] == [
         ("tf32", 41.5), ("cuda_graph", None), ("sdpa", 0.0)]
     assert only.fixes[1].note.startswith("not capturable")

@@ -31,7 +31,8 @@ class LabelledWorkload:
     causes: tuple[str, ...]
     fixes: tuple[MeasuredFix, ...]
     trace: Path
-    """What to diagnose: an aiprof record folder or a trace file."""
+    """What to diagnose: the aiprof record folder, or a trace file (the plain trace where the
+    record's capture failed)."""
     plain_trace: Path | None = None
     """The plain torch.profiler trace, when recorded."""
 
@@ -49,10 +50,15 @@ def _from_suite(doc: dict[str, Any], folder: Path) -> list[LabelledWorkload]:
         if "error" in w:
             continue
         traces = w.get("traces", {})
+        plain = folder / str(traces["torch"]) if "torch" in traces else None
+        record = folder / str(traces["aiprof"]) if "aiprof" in traces else None
+        if record is None or not record.exists():  # a failed capture: its plain trace
+            record = plain
+        if record is None:
+            continue
         out.append(LabelledWorkload(
             str(w["workload"]), str(w.get("description", "")), tuple(w.get("causes", ())),
-            tuple(_fix(f) for f in w["fixes"]), folder / str(traces["aiprof"]),
-            folder / str(traces["torch"]) if "torch" in traces else None))
+            tuple(_fix(f) for f in w["fixes"]), record, plain))
     return out
 
 
