@@ -186,6 +186,16 @@ def versions() -> dict[str, str]:
     return out
 
 
+def aiprof_capture_error() -> str:
+    """Why ``aiprof.profile`` cannot run here (a dependency of aiprof missing), or ""."""
+    try:
+        import aiprof.capture.api  # noqa: F401
+        import aiprof.capture.session  # noqa: F401
+    except ImportError as error:
+        return f"{error!r}"
+    return ""
+
+
 def on_alarm(signum: int, frame: object) -> None:
     raise TimeoutError(f"workload still running after {CASE_TIMEOUT_S} s")
 
@@ -255,6 +265,11 @@ def main(argv: list[str]) -> int:
         "fix_categories": {f.name: f.category for f in FIXES},
         "workloads": [],
     }
+    if missing := aiprof_capture_error():
+        labels["aiprof_import_error"] = missing
+        print(f"counterfactual: aiprof.profile cannot run ({missing}): the fixes are measured "
+              "and plain traces kept, but no aiprof record is written; install aiprof's "
+              "dependencies (pyproject.toml) to get them", flush=True)
     signal.signal(signal.SIGALRM, on_alarm)
     with tempfile.TemporaryDirectory() as tmp:
         traces = Path(tmp)
@@ -279,6 +294,7 @@ def main(argv: list[str]) -> int:
                      if f.get("applicable") and "skipped" not in f}
             print(f"counterfactual: {w.name} {row['wall_s']} s base {row.get('base_ms')} ms "
                   f"gains {gains} {row.get('error', '')}", flush=True)
+            torch._dynamo.reset()  # compiled code of this workload's models, and their memory
             gc.collect()
             if device == "cuda":
                 torch.cuda.empty_cache()

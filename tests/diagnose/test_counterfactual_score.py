@@ -110,6 +110,8 @@ def test_suite_labels_read_every_fix_and_skip_workloads_without_traces(tmp_path:
     (tmp_path / "w1.aiprof").mkdir()
     (only,) = load_suite(tmp_path)
     assert only.name == "w1" and only.trace == tmp_path / "w1.aiprof"
+    (tmp_path / "w2.torch.trace.json.gz").write_bytes(b"")  # w2's capture failed: plain trace
+    assert [w.trace.name for w in load_suite(tmp_path)] == ["w1.aiprof", "w2.torch.trace.json.gz"]
     assert [(f.name, f.gain_pct) for f in only.fixes] == [
         ("tf32", 41.5), ("cuda_graph", None), ("sdpa", 0.0)]
     assert only.fixes[1].note.startswith("not capturable")
@@ -143,6 +145,19 @@ def test_one_fix_suite_scores_as_its_own_checks() -> None:
     assert suite.top1_cases == sum(c["gain_pct"] >= 15 for c in cases)
     assert suite.false_positives == 0
     assert suite.accepted, (suite.top1_hits, suite.gain_hits)
+
+
+def test_one_fix_labels_convert_to_the_suite_format(tmp_path: Path) -> None:
+    """The diagnose suite's labels written in the counterfactual format (traces by absolute
+    path) read back as the same workloads as read directly."""
+    from aiprof.evaluation.labels import single_fix_as_suite
+
+    converted = single_fix_as_suite(json.loads((DATA / "labels.json").read_text()))
+    for row in converted["workloads"]:
+        row["traces"]["aiprof"] = str(DATA / row["traces"]["aiprof"])
+    write_labels(tmp_path, converted, "labels.json")
+    assert load_suite(tmp_path) == load_suite(DATA)
+    assert len(converted["workloads"]) == 10  # 12 cases, 2 healthy twins without a fix
 
 
 needs_counterfactual = pytest.mark.skipif(

@@ -42,7 +42,7 @@ def test_the_suite_is_what_issue_15_asks_for() -> None:
         "tf32": "tensor_cores_unused", "bf16_autocast": "tensor_cores_unused",
         "channels_last": "layout_conversion", "sdpa": "unfused_elementwise",
         "padded_shapes": "misaligned_shapes", "loader_workers": "dataloader",
-        "host_prep_workers": "dataloader", "pinned_prefetch": "h2d_transfer",
+        "host_prep_workers": "host_busy", "pinned_prefetch": "h2d_transfer",
         "sync_free": "host_sync", "no_empty_cache": "allocator_churn"}
     for w in workloads:  # every planted cause is a fix that changes the workload
         for cause in w.causes:

@@ -6,9 +6,9 @@ base with one knob turned to the good side. The category mapping is the one of i
 ("CUDA graph -> cpu_bound, compile -> unfused_elementwise, ..."); two choices are ours:
 ``sdpa`` counts for ``unfused_elementwise`` (the fused attention kernel removes the softmax,
 scale and mask kernels between the two GEMMs, as fusion does), and ``host_prep_workers`` (host
-preprocessing moved from the training loop into DataLoader workers) counts for ``dataloader``
-(the step waits for input made on the host), until the diagnosis has a category of its own for
-GPU idle while the host works.
+preprocessing moved from the training loop into DataLoader workers) counts for ``host_busy``
+(the GPU idles while the host does work other than launching, outside any DataLoader; the
+finding's fix is to preprocess in DataLoader workers).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ FIXES: tuple[Fix, ...] = (
     Fix("sdpa", "sdpa", True, "unfused_elementwise"),
     Fix("padded_shapes", "padded", True, "misaligned_shapes"),
     Fix("loader_workers", "loader_workers", True, "dataloader"),
-    Fix("host_prep_workers", "host_prep_workers", True, "dataloader"),
+    Fix("host_prep_workers", "host_prep_workers", True, "host_busy"),
     Fix("pinned_prefetch", "pinned", True, "h2d_transfer"),
     Fix("sync_free", "sync_free", True, "host_sync"),
     Fix("no_empty_cache", "no_empty_cache", True, "allocator_churn"),

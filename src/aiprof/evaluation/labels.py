@@ -31,7 +31,8 @@ class LabelledWorkload:
     causes: tuple[str, ...]
     fixes: tuple[MeasuredFix, ...]
     trace: Path
-    """What to diagnose: an aiprof record folder or a trace file."""
+    """What to diagnose: the aiprof record folder, or a trace file (the plain trace where the
+    record's capture failed)."""
     plain_trace: Path | None = None
     """The plain torch.profiler trace, when recorded."""
 
@@ -49,24 +50,34 @@ def _from_suite(doc: dict[str, Any], folder: Path) -> list[LabelledWorkload]:
         if "error" in w:
             continue
         traces = w.get("traces", {})
+        plain = folder / str(traces["torch"]) if "torch" in traces else None
+        record = folder / str(traces["aiprof"]) if "aiprof" in traces else None
+        if record is None or not record.exists():  # a failed capture: its plain trace
+            record = plain
+        if record is None:
+            continue
         out.append(LabelledWorkload(
             str(w["workload"]), str(w.get("description", "")), tuple(w.get("causes", ())),
-            tuple(_fix(f) for f in w["fixes"]), folder / str(traces["aiprof"]),
-            folder / str(traces["torch"]) if "torch" in traces else None))
+            tuple(_fix(f) for f in w["fixes"]), record, plain))
     return out
 
 
-def _from_single_fix(doc: dict[str, Any], folder: Path) -> list[LabelledWorkload]:
-    """One planted fix per case: that fix is measured, every other one is unknown."""
-    out = []
+def single_fix_as_suite(doc: dict[str, Any]) -> dict[str, Any]:
+    """The diagnose suite's labels (one planted fix per case) in the counterfactual format:
+    the planted fix is measured, every other fix is unknown (absent); healthy twins, which
+    measured no fix, are left out."""
+    workloads = []
     for case in doc["cases"]:
         category = str(case.get("category"))
-        if "error" in case or category == "none":  # a healthy twin measured no fix
+        if "error" in case or category == "none":
             continue
-        fix = MeasuredFix(f"planted fix of {case['case']}", category, float(case["gain_pct"]))
-        out.append(LabelledWorkload(str(case["case"]), "", (fix.name,), (fix,),
-                                    folder / str(case["trace"])))
-    return out
+        name = f"planted fix of {case['case']}"
+        workloads.append({
+            "workload": str(case["case"]), "description": "", "causes": [name],
+            "fixes": [{"name": name, "category": category, "applicable": True,
+                       "gain_pct": float(case["gain_pct"])}],
+            "traces": {"aiprof": str(case["trace"])}})
+    return {"workloads": workloads}
 
 
 def _documents(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -106,7 +117,7 @@ def load_suite(folder: Path) -> list[LabelledWorkload]:
         if "workloads" in doc:
             workloads += _from_suite(doc, folder)
         elif "cases" in doc:
-            workloads += _from_single_fix(doc, folder)
+            workloads += _from_suite(single_fix_as_suite(doc), folder)
         else:
             raise InputError(f"{path}: neither 'workloads' nor 'cases'; not a suite's labels")
     by_name = {w.name: w for w in workloads}  # a re-run (labels-<tag>.json) replaces a row
