@@ -80,6 +80,9 @@ class Timeline:
     """Median CPU time of a launch call (what an asynchronous copy's call would cost)."""
     profiler_overhead_us: float = 0.0
     """CPU time the profiler added per recorded CPU-side event; taken out of the CPU time."""
+    gpu_scale: float = 1.0
+    """Factor on every GPU op's duration (a change's new durations included): below 1 when the
+    GPU itself ran slower under the profiler than without it (``calibration.py``)."""
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,26 @@ def call_times(timeline: Timeline, change: Change) -> tuple[np.ndarray, np.ndarr
     return call, own
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """One replay's step and how the GPU's queues fared in it."""
+
+    step_us: float
+    host_wait_us: tuple[float, ...]
+    """Per stream: idle time before ops that the launch, not the GPU, made wait (the op was
+    submitted after its stream had drained: queue depth zero)."""
+    num_ops: int
+    num_drained: int
+    """Ops that found their stream's queue empty (the host was behind)."""
+
+
 def replay(timeline: Timeline, change: Change | None = None) -> float:
     """Simulated length of the steps under ``change`` (µs)."""
+    return simulate(timeline, change).step_us
+
+
+def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
+    """The replay under ``change``, with the launch queues' host-wait per stream."""
     change = change or Change()
     work, tail = cpu_work(timeline, change)
     durations = timeline.gpu_dur_us.copy()
@@ -174,9 +195,13 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
         new = change.gpu_dur_us.get(int(timeline.gpu_row[row_index]))
         if new is not None:
             durations[row_index] = new
+    if timeline.gpu_scale != 1.0:
+        durations = durations * timeline.gpu_scale
     call_scale = change.launch_work_scale
     async_call = max(timeline.launch_call_us - timeline.profiler_overhead_us, 0.0)
     stream_end = [timeline.start_us] * max(timeline.num_streams, 1)
+    host_wait = [0.0] * len(stream_end)
+    num_ops = num_drained = 0
     end_at = [timeline.start_us] * len(durations)
     cpu, lat = timeline.start_us, timeline.latency_us
     calls, owns = (a.tolist() for a in call_times(timeline, change))
@@ -202,7 +227,13 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
         if dur > 0:
             submitted = cpu if kind == BLOCKING_LAUNCH and blocks else cpu + call
             ready = end_at[after] + gap if after >= 0 else timeline.start_us
-            start = max(submitted + lat, cpu, stream_end[stream] + gap, ready) + delay
+            device_ready = max(stream_end[stream] + gap, ready)
+            host_ready = max(submitted + lat, cpu)
+            start = max(host_ready, device_ready) + delay
+            num_ops += 1
+            if host_ready > device_ready:  # the queue had drained: the GPU waited for the host
+                num_drained += 1
+                host_wait[stream] += host_ready - max(device_ready, stream_end[stream])
             stream_end[stream] = start + dur
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             stream_end[stream] = max(stream_end[stream], end_at[after])
@@ -211,4 +242,5 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
             cpu = max(cpu, stream_end[stream]) + owns[k]
         else:
             cpu += call
-    return max(cpu + tail, max(stream_end)) - timeline.start_us
+    step = max(cpu + tail, max(stream_end)) - timeline.start_us
+    return Replayed(step, tuple(host_wait), num_ops, num_drained)
