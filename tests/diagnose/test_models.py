@@ -244,3 +244,57 @@ def test_nesting_factor_is_the_median_ratio_on_the_fitted_recordings() -> None:
     assert len(ratios) >= 20
     assert NESTING_TO_EVENT_COST == pytest.approx(statistics.median(ratios), abs=0.05)
     assert statistics.median(estimate_err) < 0.75 * statistics.median(default_err)
+
+
+def test_hand_written_attention_found_in_a_real_profiler_trace(tmp_path: Path) -> None:
+    """The scores matmul and the values matmul of a hand-written attention, recorded by
+    torch.profiler with record_shapes on the CPU: one region per layer, shapes read off."""
+    torch = pytest.importorskip("torch")
+    from aiprof.diagnose.attention import find_attention
+
+    def attend(q: Any, k: Any, v: Any) -> Any:
+        scores = (q @ k.transpose(-2, -1)) / 8.0
+        return torch.nn.functional.dropout(scores.softmax(-1), 0.1) @ v
+
+    q, k, v = (torch.randn(2, 4, 128, 32, requires_grad=True) for _ in range(3))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                record_shapes=True) as prof:
+        for _ in range(2):
+            attend(q, k, v).sum().backward()
+    path = tmp_path / "attention.json"
+    prof.export_chrome_trace(str(path))
+    found = find_attention(load_trace(path), 989e12, 4.8e12)
+    assert len(found) == 2
+    assert {(a.heads_x_batch, a.seq_q, a.seq_k, a.head_dim, a.half) for a in found} == {
+        (8, 128, 128, 32, False)}
+
+
+def test_fused_attention_replaces_the_scores_round_trip(tmp_path: Path) -> None:
+    """Class 3: bf16 scores matmul (300 µs), softmax (200 µs), values matmul (300 µs) at
+    N=64, S=512, D=64: a fused kernel's roofline is 4.3 µs (4 N S^2 D FLOPs at 989 TFLOP/s),
+    so the replay keeps about that of the 800 µs."""
+    bmm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_batched"
+    types = ["c10::BFloat16", "c10::BFloat16"]
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(3):
+        start, gpu = t, t + 9.0
+        for name, op, dims, dur in (
+            (bmm, "aten::matmul", [[8, 8, 512, 64], [8, 8, 64, 512]], 300.0),
+            (SOFTMAX, "aten::softmax", [[8, 8, 512, 512], [], []], 200.0),
+            (bmm, "aten::matmul", [[8, 8, 512, 512], [8, 8, 512, 64]], 300.0),
+        ):
+            ext = b.cpu_op(op, t, 6.0, **{"Input Dims": dims, "Input type": types})
+            b.kernel(name, t + 1.0, gpu + 1.0, dur, external=ext)
+            gpu += 1.0 + dur
+            t += 8.0
+        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
+        b.step(s, start, gpu - start + 5.0)
+        t = gpu + 6.0
+    result = diagnose(b.write(tmp_path / "t.json.gz"), DiagnoseOptions(profiler_overhead_us=0.0))
+    unfused = {f.category: f for f in result.findings}["unfused_elementwise"]
+    assert unfused.evidence["attention_blocks"] == 3
+    fused = 4.0 * 64 * 512 * 512 * 64 / 989.4e12 * 1e6
+    step = 3 * 1.0 + 800.0 + 9.0 + 2.0
+    expected = 100.0 * (1.0 - (step - 800.0 + fused) / step)
+    assert unfused.estimated_gain_pct == pytest.approx(expected, abs=3.0)
