@@ -175,7 +175,8 @@ class Replayed:
     step_us: float
     host_wait_us: tuple[float, ...]
     """Per stream: idle time before ops that the launch, not the GPU, made wait (the op was
-    submitted after its stream had drained: queue depth zero)."""
+    submitted after its stream had drained: queue depth zero), and after its last op while the
+    host still worked."""
     num_ops: int
     num_drained: int
     """Ops that found their stream's queue empty (the host was behind)."""
@@ -243,4 +244,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         else:
             cpu += call
     step = max(cpu + tail, max(stream_end)) - timeline.start_us
+    # the host's work after the last launch: the streams idle until the step ends
+    host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
+                                                                    strict=True)]
     return Replayed(step, tuple(host_wait), num_ops, num_drained)
