@@ -9,7 +9,8 @@ The model (aiprof's), per kernel actually in the trace:
 - **BF16 autocast**: those GEMM/conv kernels at the BF16 peak instead (duration x peak FP32 /
   peak BF16), *and* the memory-bound kernels (elementwise, reductions, normalizations) of ops
   that ran on float32 tensors move half the bytes: their inputs and outputs are bf16, the
-  output of the GEMM/conv before them. Ops that autocast keeps in float32 (softmax, layer_norm,
+  output of the GEMM/conv before them (not the optimizer's update of the float32 weights,
+  inside ``Optimizer.step``). Ops that autocast keeps in float32 (softmax, layer_norm,
   losses, reductions: the PyTorch AMP documentation, "CUDA Ops that can autocast to float32")
   read bf16 and write float32: three quarters of the bytes. A memory-bound kernel's time is
   its bytes over the bandwidth it reaches, which the halving keeps. The casts autocast adds
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiprof.analysis import intervals as iv
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
 from aiprof.analysis.tensor_cores import fp32_op
@@ -74,6 +76,7 @@ def memory_bound_fp32(trace: Trace) -> MemoryBoundFp32:
     ids = ops.name_id[rows]
     light = trace.strings.mask(ids, ELEMENTWISE) & ~trace.strings.mask(ids, GEMM_OR_CONV)
     rows = rows[light & (ops.op_row[rows] >= 0)]
+    rows = rows[~_in_optimizer(trace, rows)]
     typed = bool(np.any(trace.cpu_ops.input_types_id >= 0))
     if not typed or len(rows) == 0:
         return MemoryBoundFp32(rows[:0], np.zeros(0), typed)
@@ -86,6 +89,20 @@ def memory_bound_fp32(trace: Trace) -> MemoryBoundFp32:
     factor = np.where(keeps_fp32, FP32_OUT_BYTES, HALF_BYTES)[inverse]
     pick = is_fp32[inverse]
     return MemoryBoundFp32(rows[pick], factor[pick], typed)
+
+
+def _in_optimizer(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per kernel: launched inside ``Optimizer.step``/``zero_grad`` (the float32 master
+    weights' update, which autocast does not touch)."""
+    ann, rt = trace.annotations, trace.runtime
+    names = [trace.name(int(i)) for i in ann.name_id]
+    pick = np.array([n.startswith("Optimizer.") for n in names], dtype=bool)
+    if not pick.any() or len(rows) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    spans = iv.union(ann.ts_us[pick], ann.ts_us[pick] + ann.dur_us[pick])
+    launch = trace.gpu_ops.launch_row[rows]
+    at = np.where(launch >= 0, rt.ts_us[np.maximum(launch, 0)], -np.inf)
+    return iv.contains(spans, at)
 
 
 def precision_durations(
