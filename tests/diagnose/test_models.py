@@ -163,6 +163,8 @@ def test_implicit_sync_named_by_the_op_python_called(tmp_path: Path, outer: str,
     assert isinstance(callers, list) and callers[0]["op"] == outer
     assert callers[0]["construct"] == construct
     assert sync.estimated_gain_pct > 5.0  # the second GEMM no longer waits for the round trip
+    # the replay's CPU waits for the first GEMM to drain (about 300 µs a step)
+    assert 0.2 < sync.evidence["replayed_drain_wait_ms_per_step"] < 0.32
 
 
 def _fp32_block(path: Path, typed: bool = True) -> Path:

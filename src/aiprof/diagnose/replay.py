@@ -180,6 +180,8 @@ class Replayed:
     num_ops: int
     num_drained: int
     """Ops that found their stream's queue empty (the host was behind)."""
+    sync_wait_us: float = 0.0
+    """CPU time spent waiting in syncs and blocking copies for the queued GPU work to drain."""
 
 
 def replay(timeline: Timeline, change: Change | None = None) -> float:
@@ -203,6 +205,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     stream_end = [timeline.start_us] * max(timeline.num_streams, 1)
     host_wait = [0.0] * len(stream_end)
     num_ops = num_drained = 0
+    sync_wait = 0.0
     end_at = [timeline.start_us] * len(durations)
     cpu, lat = timeline.start_us, timeline.latency_us
     calls, owns = (a.tolist() for a in call_times(timeline, change))
@@ -217,7 +220,9 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         if kind == SYNC:
             if blocks:
                 if ptr[k + 1] > ptr[k]:
-                    cpu = max(cpu, max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]]))
+                    drained = max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]])
+                    sync_wait += max(drained - cpu, 0.0)
+                    cpu = max(cpu, drained)
                 cpu += owns[k]
             continue
         if kind == LAUNCH:
@@ -240,6 +245,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
             stream_end[stream] = max(stream_end[stream], end_at[after])
         end_at[k] = stream_end[stream]
         if kind == BLOCKING_LAUNCH and blocks:
+            sync_wait += max(stream_end[stream] - cpu, 0.0)
             cpu = max(cpu, stream_end[stream]) + owns[k]
         else:
             cpu += call
@@ -247,4 +253,4 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     # the host's work after the last launch: the streams idle until the step ends
     host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
                                                                     strict=True)]
-    return Replayed(step, tuple(host_wait), num_ops, num_drained)
+    return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait)
