@@ -182,6 +182,15 @@ class Replayed:
     """Ops that found their stream's queue empty (the host was behind)."""
     sync_wait_us: float = 0.0
     """CPU time spent waiting in syncs and blocking copies for the queued GPU work to drain."""
+    busy_us: tuple[float, ...] = ()
+    """Per stream: the GPU time of its ops."""
+
+    @property
+    def busiest_host_wait_us(self) -> float:
+        """Host-wait of the stream with the most GPU time (the one the step waits on)."""
+        if not self.busy_us:
+            return max(self.host_wait_us, default=0.0)
+        return self.host_wait_us[max(range(len(self.busy_us)), key=self.busy_us.__getitem__)]
 
 
 def replay(timeline: Timeline, change: Change | None = None) -> float:
@@ -204,6 +213,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     async_call = max(timeline.launch_call_us - timeline.profiler_overhead_us, 0.0)
     stream_end = [timeline.start_us] * max(timeline.num_streams, 1)
     host_wait = [0.0] * len(stream_end)
+    busy = [0.0] * len(stream_end)
     num_ops = num_drained = 0
     sync_wait = 0.0
     end_at = [timeline.start_us] * len(durations)
@@ -241,6 +251,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
                 num_drained += 1
                 host_wait[stream] += host_ready - max(device_ready, stream_end[stream])
             stream_end[stream] = start + dur
+            busy[stream] += dur
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             stream_end[stream] = max(stream_end[stream], end_at[after])
         end_at[k] = stream_end[stream]
@@ -253,4 +264,4 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     # the host's work after the last launch: the streams idle until the step ends
     host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
                                                                     strict=True)]
-    return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait)
+    return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait, tuple(busy))

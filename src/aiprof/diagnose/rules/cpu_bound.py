@@ -46,7 +46,7 @@ def find(ctx: Context) -> Finding | None:
     # leaves launching faster nothing to gain)
     recorded = 100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9)
     replayed = ctx.base_replayed
-    queue_bound = 100.0 * max(replayed.host_wait_us) / max(replayed.step_us, 1e-9)
+    queue_bound = 100.0 * replayed.busiest_host_wait_us / max(replayed.step_us, 1e-9)
     bound = min(recorded, queue_bound)
     blockers = capture_blockers(ctx)
     if blockers:  # a graph cannot capture them: the gain is what graphs add once they are gone
@@ -59,7 +59,7 @@ def find(ctx: Context) -> Finding | None:
     return Finding(
         category="cpu_bound",
         title=(
-            f"The GPU waits for kernel launches {bound:.0f}% of the step without the "
+            f"The GPU waits for kernel launches {queue_bound:.0f}% of the step without the "
             f"profiler ({recorded:.0f}% as recorded; {round(launch.launches_per_step)} "
             f"launches per step, median kernel {launch.median_kernel_us:.1f} µs)"
         ),
