@@ -17,6 +17,7 @@ the region's kernels are replaced only where they took longer than it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import prod
 
@@ -26,7 +27,8 @@ from aiprof.analysis import intervals as iv
 from aiprof.analysis.tensor_cores import HALF_TYPES
 from aiprof.trace import Trace
 
-MATMUL_OPS = frozenset({"aten::matmul", "aten::bmm", "aten::baddbmm"})
+MATMUL = re.compile(r"^aten::(matmul|bmm|baddbmm)$")
+BACKWARD = re.compile(r"Backward|^autograd::")
 MIN_SEQ = 128
 """Shorter sequences: the scores are small, fusing them saves little (aiprof's threshold)."""
 BACKWARD_FLOPS = 2.5
@@ -82,10 +84,11 @@ def find_attention(trace: Trace, peak_flops: float, bandwidth: float,
                    peak_fp32: float | None = None) -> list[Attention]:
     """Every hand-written attention of the trace with the fused kernel's roofline times."""
     ops = trace.cpu_ops
-    names = [trace.name(int(i)) for i in ops.name_id]
-    is_mm = np.array([n in MATMUL_OPS for n in names], dtype=bool)
+    is_mm = trace.strings.mask(ops.name_id, MATMUL)
+    if not is_mm.any():
+        return []
     ends = ops.ts_us + ops.dur_us
-    is_mm &= ~_inside_backward(trace, names)
+    is_mm &= ~_inside_backward(trace)
     found: list[Attention] = []
     for tid in np.unique(ops.tid[is_mm]):
         mine = np.flatnonzero(is_mm & (ops.tid == tid))
@@ -118,12 +121,11 @@ def find_attention(trace: Trace, peak_flops: float, bandwidth: float,
     return found
 
 
-def _inside_backward(trace: Trace, names: list[str]) -> np.ndarray:
+def _inside_backward(trace: Trace) -> np.ndarray:
     """Per CPU op: whether it runs inside an autograd backward function (its thread's)."""
     ops = trace.cpu_ops
-    inside = np.zeros(len(names), dtype=bool)
-    backward = np.array([("Backward" in n or n.startswith("autograd::")) for n in names],
-                        dtype=bool)
+    inside = np.zeros(len(ops), dtype=bool)
+    backward = trace.strings.mask(ops.name_id, BACKWARD)
     for tid in np.unique(ops.tid[backward]):
         spans = iv.union(ops.ts_us[backward & (ops.tid == tid)],
                          (ops.ts_us + ops.dur_us)[backward & (ops.tid == tid)])
@@ -137,10 +139,8 @@ def _backward_kernels(trace: Trace, first_seq: int, last_seq: int) -> np.ndarray
     ops = trace.cpu_ops
     if first_seq < 0 or last_seq < first_seq:
         return np.zeros(0, dtype=np.int64)
-    names = [trace.name(int(i)) for i in ops.name_id]
-    rows = [r for r in np.flatnonzero((ops.sequence_number >= first_seq)
-                                      & (ops.sequence_number <= last_seq)).tolist()
-            if "Backward" in names[r]]
+    rows = np.flatnonzero((ops.sequence_number >= first_seq) & (ops.sequence_number <= last_seq)
+                          & trace.strings.mask(ops.name_id, BACKWARD)).tolist()
     spans = [(float(ops.ts_us[r]), float(ops.ts_us[r] + ops.dur_us[r]), int(ops.tid[r]))
              for r in rows]
     return _kernels_in(trace, spans) if spans else np.zeros(0, dtype=np.int64)

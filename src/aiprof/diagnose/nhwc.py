@@ -15,6 +15,7 @@ them) are not modelled.
 
 from __future__ import annotations
 
+import re
 from math import prod
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.trace import Trace
 
+BATCH_NORM = re.compile("batch_norm")
 FORWARD_PASSES = 2.0
 """Forward BatchNorm: read x, write y."""
 BACKWARD_PASSES = 3.0
@@ -39,6 +41,8 @@ def nchw_batch_norm_durations(trace: Trace, bandwidth: float) -> dict[int, float
     ops = trace.gpu_ops
     win = gpu_window(trace)
     rows = win.rows[(win.rows < len(trace.kernels)) & (ops.op_row[win.rows] >= 0)]
+    is_bn = trace.strings.mask(trace.cpu_ops.name_id, BATCH_NORM)
+    rows = rows[is_bn[ops.op_row[rows]]]
     new: dict[int, float] = {}
     cache: dict[int, float | None] = {}
     for row in rows.tolist():
