@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aiprof.diagnose.calibration import MAX_OVERHEAD_US
 from aiprof.trace import Trace
 
 NESTING_TO_EVENT_COST = 2.41
@@ -44,8 +45,9 @@ def first_child_gaps_us(trace: Trace) -> np.ndarray:
 
 
 def estimated_overhead_us(trace: Trace) -> float | None:
-    """The profiler's cost per recorded event estimated from the trace's nesting, or None."""
+    """The profiler's cost per recorded event estimated from the trace's nesting, or None;
+    never above the fit's own ceiling ``MAX_OVERHEAD_US``."""
     gaps = first_child_gaps_us(trace)
     if len(gaps) < MIN_SAMPLES:
         return None
-    return float(NESTING_TO_EVENT_COST * np.percentile(gaps, 25))
+    return float(min(NESTING_TO_EVENT_COST * np.percentile(gaps, 25), MAX_OVERHEAD_US))
