@@ -53,9 +53,13 @@ class Attention:
 
 
 def _dims(trace: Trace, row: int) -> list[list[int]]:
+    """The two matrix operands' dims (``baddbmm``'s first input is the added tensor)."""
     dims = trace.json_value(int(trace.cpu_ops.input_dims_id[row])) if (
         trace.cpu_ops.input_dims_id[row] >= 0) else None
-    return [d for d in (dims or []) if isinstance(d, list)]
+    dims = [d for d in (dims or []) if isinstance(d, list)]
+    if trace.name(int(trace.cpu_ops.name_id[row])) == "aten::baddbmm":
+        dims = dims[1:]
+    return dims
 
 
 def _half(trace: Trace, row: int) -> bool:
