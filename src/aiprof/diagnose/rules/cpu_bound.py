@@ -44,9 +44,9 @@ def find(ctx: Context) -> Finding | None:
     # launches can only close the gaps where the GPU waited for the host: the bound, as
     # recorded and in the replay without the profiler (where a queue that never drains
     # leaves launching faster nothing to gain)
-    recorded = 100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9)
+    recorded = float(100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9))
     replayed = ctx.base_replayed
-    queue_bound = 100.0 * replayed.busiest_host_wait_us / max(replayed.step_us, 1e-9)
+    queue_bound = float(100.0 * replayed.busiest_host_wait_us / max(replayed.step_us, 1e-9))
     bound = min(recorded, queue_bound)
     blockers = capture_blockers(ctx)
     if blockers:  # a graph cannot capture them: the gain is what graphs add once they are gone
