@@ -117,7 +117,13 @@ def test_fp32_gemms_replayed_at_tf32_rate(tmp_path: Path) -> None:
     assert top.category == "tensor_cores_unused"
     ratio = 66.9 / 494.7  # H100/H200 SXM datasheet fp32 vs dense tf32 TFLOP/s
     fixed = 10.0 + 5 * 1000.0 * ratio + 4 * 1.0
-    assert top.estimated_gain_pct == pytest.approx(100.0 * (1 - fixed / 5014.0), abs=3.0)
+    assert top.evidence["tf32_gain_pct"] == pytest.approx(100.0 * (1 - fixed / 5014.0), abs=3.0)
+    # bf16 autocast: the same GEMMs at the dense bf16 peak (989.4 TFLOP/s), nothing else to
+    # halve (no memory-bound kernels): the better path, so the headline
+    bf16 = 10.0 + 5 * 1000.0 * 66.9 / 989.4 + 4 * 1.0
+    assert top.evidence["bf16_autocast_gain_pct"] == pytest.approx(
+        100.0 * (1 - bf16 / 5014.0), abs=3.0)
+    assert top.estimated_gain_pct == pytest.approx(top.evidence["bf16_autocast_gain_pct"], abs=0.05)
 
 
 def test_healthy_trace_says_nothing_worth_fixing(tmp_path: Path) -> None:

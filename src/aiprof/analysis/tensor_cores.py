@@ -51,7 +51,7 @@ def tensor_core_usage(trace: Trace) -> TensorCoreResult:
     tensor_core = trace.strings.mask(ids, TENSOR_CORE)
     named_fp32 = trace.strings.mask(ids, FP32_CUDA_CORE)
     op_rows, inverse = np.unique(ops.op_row[rows], return_inverse=True)
-    typed_fp32 = np.array([_fp32_op(trace, int(r)) for r in op_rows], dtype=bool)[inverse]
+    typed_fp32 = np.array([fp32_op(trace, int(r)) for r in op_rows], dtype=bool)[inverse]
     fp32 = ~tensor_core & (named_fp32 | typed_fp32)
     return TensorCoreResult(
         gemm_rows=rows,
@@ -70,7 +70,7 @@ def gemm_kernel_rows(trace: Trace) -> np.ndarray:
     return rows[gemm]
 
 
-def _fp32_op(trace: Trace, op_row: int) -> bool:
+def fp32_op(trace: Trace, op_row: int) -> bool:
     """The op's tensor inputs are all float32 (False when the types were not recorded)."""
     if op_row < 0:
         return False

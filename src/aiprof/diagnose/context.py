@@ -21,7 +21,15 @@ from aiprof.analysis.shapes import ShapesResult, misaligned_shapes
 from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US, Calibration, fit_overhead
-from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, Timeline, replay
+from aiprof.diagnose.profiler_cost import estimated_overhead_us
+from aiprof.diagnose.replay import (
+    WAITING_CALL_FACTOR,
+    Change,
+    Replayed,
+    Timeline,
+    replay,
+    simulate,
+)
 from aiprof.diagnose.timeline import build_timeline
 from aiprof.errors import AiprofError, InputError
 from aiprof.gpu.trace_occupancy import trace_spec
@@ -182,18 +190,29 @@ class Context:
         given = self.options.profiler_overhead_us
         if given is not None:
             return Calibration(given, "given")
+        estimate = estimated_overhead_us(self.trace)
+        fallback, source = ((estimate, "estimated") if estimate is not None
+                            else (DEFAULT_OVERHEAD_US, "default"))
         unprofiled = self.options.unprofiled_step_us or unprofiled_step_us(self.trace)
         if unprofiled is None:
-            return Calibration(DEFAULT_OVERHEAD_US, "default")
-        return fit_overhead(self.recorded_timeline, len(self.trace.steps), unprofiled)
+            return Calibration(fallback, source)
+        return fit_overhead(self.recorded_timeline, len(self.trace.steps), unprofiled,
+                            fallback, source)
 
     @cached_property
     def timeline(self) -> Timeline:
-        return replace(self.recorded_timeline, profiler_overhead_us=self.calibration.overhead_us)
+        cal = self.calibration
+        return replace(self.recorded_timeline, profiler_overhead_us=cal.overhead_us,
+                       gpu_scale=cal.gpu_scale)
+
+    @cached_property
+    def base_replayed(self) -> Replayed:
+        """The replay of the unchanged step with its queues' host-wait (profiler taken out)."""
+        return simulate(self.timeline)
 
     @cached_property
     def base_us(self) -> float:
-        return replay(self.timeline)
+        return self.base_replayed.step_us
 
     @cached_property
     def as_recorded_us(self) -> float:

@@ -80,6 +80,9 @@ class Timeline:
     """Median CPU time of a launch call (what an asynchronous copy's call would cost)."""
     profiler_overhead_us: float = 0.0
     """CPU time the profiler added per recorded CPU-side event; taken out of the CPU time."""
+    gpu_scale: float = 1.0
+    """Factor on every GPU op's duration (a change's new durations included): below 1 when the
+    GPU itself ran slower under the profiler than without it (``calibration.py``)."""
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,38 @@ def call_times(timeline: Timeline, change: Change) -> tuple[np.ndarray, np.ndarr
     return call, own
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """One replay's step and how the GPU's queues fared in it."""
+
+    step_us: float
+    host_wait_us: tuple[float, ...]
+    """Per stream: idle time before ops that the launch, not the GPU, made wait (the op was
+    submitted after its stream had drained: queue depth zero), and after its last op while the
+    host still worked."""
+    num_ops: int
+    num_drained: int
+    """Ops that found their stream's queue empty (the host was behind)."""
+    sync_wait_us: float = 0.0
+    """CPU time spent waiting in syncs and blocking copies for the queued GPU work to drain."""
+    busy_us: tuple[float, ...] = ()
+    """Per stream: the GPU time of its ops."""
+
+    @property
+    def busiest_host_wait_us(self) -> float:
+        """Host-wait of the stream with the most GPU time (the one the step waits on)."""
+        if not self.busy_us:
+            return max(self.host_wait_us, default=0.0)
+        return self.host_wait_us[max(range(len(self.busy_us)), key=self.busy_us.__getitem__)]
+
+
 def replay(timeline: Timeline, change: Change | None = None) -> float:
     """Simulated length of the steps under ``change`` (µs)."""
+    return simulate(timeline, change).step_us
+
+
+def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
+    """The replay under ``change``, with the launch queues' host-wait per stream."""
     change = change or Change()
     work, tail = cpu_work(timeline, change)
     durations = timeline.gpu_dur_us.copy()
@@ -174,9 +207,15 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
         new = change.gpu_dur_us.get(int(timeline.gpu_row[row_index]))
         if new is not None:
             durations[row_index] = new
+    if timeline.gpu_scale != 1.0:
+        durations = durations * timeline.gpu_scale
     call_scale = change.launch_work_scale
     async_call = max(timeline.launch_call_us - timeline.profiler_overhead_us, 0.0)
     stream_end = [timeline.start_us] * max(timeline.num_streams, 1)
+    host_wait = [0.0] * len(stream_end)
+    busy = [0.0] * len(stream_end)
+    num_ops = num_drained = 0
+    sync_wait = 0.0
     end_at = [timeline.start_us] * len(durations)
     cpu, lat = timeline.start_us, timeline.latency_us
     calls, owns = (a.tolist() for a in call_times(timeline, change))
@@ -191,7 +230,9 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
         if kind == SYNC:
             if blocks:
                 if ptr[k + 1] > ptr[k]:
-                    cpu = max(cpu, max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]]))
+                    drained = max(end_at[j] for j in idx[ptr[k]:ptr[k + 1]])
+                    sync_wait += max(drained - cpu, 0.0)
+                    cpu = max(cpu, drained)
                 cpu += owns[k]
             continue
         if kind == LAUNCH:
@@ -202,13 +243,25 @@ def replay(timeline: Timeline, change: Change | None = None) -> float:
         if dur > 0:
             submitted = cpu if kind == BLOCKING_LAUNCH and blocks else cpu + call
             ready = end_at[after] + gap if after >= 0 else timeline.start_us
-            start = max(submitted + lat, cpu, stream_end[stream] + gap, ready) + delay
+            device_ready = max(stream_end[stream] + gap, ready)
+            host_ready = max(submitted + lat, cpu)
+            start = max(host_ready, device_ready) + delay
+            num_ops += 1
+            if host_ready > device_ready:  # the queue had drained: the GPU waited for the host
+                num_drained += 1
+                host_wait[stream] += host_ready - max(device_ready, stream_end[stream])
             stream_end[stream] = start + dur
+            busy[stream] += dur
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             stream_end[stream] = max(stream_end[stream], end_at[after])
         end_at[k] = stream_end[stream]
         if kind == BLOCKING_LAUNCH and blocks:
+            sync_wait += max(stream_end[stream] - cpu, 0.0)
             cpu = max(cpu, stream_end[stream]) + owns[k]
         else:
             cpu += call
-    return max(cpu + tail, max(stream_end)) - timeline.start_us
+    step = max(cpu + tail, max(stream_end)) - timeline.start_us
+    # the host's work after the last launch: the streams idle until the step ends
+    host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
+                                                                    strict=True)]
+    return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait, tuple(busy))

@@ -53,7 +53,7 @@ def render_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
 def _flat(evidence: dict[str, Any]) -> str:
     parts = []
     for key, value in evidence.items():
-        if value is None or value == [] or value == "":  # nothing to show: leave the key out
+        if value is None or (isinstance(value, list | str) and not value):  # nothing to show
             continue
         if isinstance(value, list):
             value = "; ".join(_item(v) for v in value[:3])

@@ -14,8 +14,13 @@ def profiler_line(profiler: Calibration) -> str:
                if unprofiled else "fitted")
     elif source == "given":
         how = "given"
-    elif unprofiled:
-        how = f"default: the unprofiled {unprofiled / 1000:.3f} ms step cannot be fitted"
+    elif source == "estimated":
+        how = "estimated from the trace's op nesting"
     else:
-        how = "default: no step time measured without the profiler"
+        how = "default"
+    if source in ("estimated", "default"):
+        scale = profiler.gpu_scale
+        how += (f"; the unprofiled {unprofiled / 1000:.3f} ms step is GPU-bound: GPU ops "
+                f"replayed {scale:.3f}x as long" if unprofiled
+                else ": no step time measured without the profiler")
     return f"profiler cost taken out: {profiler.overhead_us:.2f} µs per recorded event ({how})"

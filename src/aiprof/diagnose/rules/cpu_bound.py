@@ -41,8 +41,13 @@ def find(ctx: Context) -> Finding | None:
         return None
     host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
     busiest = ctx.idle.streams[0]
-    # launches can only close the gaps where the GPU waited for the host: the bound
-    bound = 100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9)
+    # launches can only close the gaps where the GPU waited for the host: the bound, as
+    # recorded and in the replay without the profiler (where a queue that never drains
+    # leaves launching faster nothing to gain)
+    recorded = float(100.0 * busiest.host_wait_us / max(ctx.idle.window_us, 1e-9))
+    replayed = ctx.base_replayed
+    queue_bound = float(100.0 * replayed.busiest_host_wait_us / max(replayed.step_us, 1e-9))
+    bound = min(recorded, queue_bound)
     blockers = capture_blockers(ctx)
     if blockers:  # a graph cannot capture them: the gain is what graphs add once they are gone
         first = combine(*blockers.values())
@@ -54,13 +59,17 @@ def find(ctx: Context) -> Finding | None:
     return Finding(
         category="cpu_bound",
         title=(
-            f"The GPU waits for kernel launches {bound:.0f}% of the step "
-            f"({round(launch.launches_per_step)} launches per step, median kernel "
-            f"{launch.median_kernel_us:.1f} µs)"
+            f"The GPU waits for kernel launches {queue_bound:.0f}% of the step without the "
+            f"profiler ({recorded:.0f}% as recorded; {round(launch.launches_per_step)} "
+            f"launches per step, median kernel {launch.median_kernel_us:.1f} µs)"
         ),
         estimated_gain_pct=gain,
         evidence={
             "gpu_idle_pct": round(busiest.idle_pct, 1),
+            "host_wait_pct_as_recorded": round(recorded, 1),
+            "host_wait_pct_replayed": round(queue_bound, 1),
+            "drained_queue_launch_pct": round(
+                100.0 * replayed.num_drained / max(replayed.num_ops, 1), 1),
             "host_wait_ms_per_step": ms(host_wait / max(len(ctx.trace.steps), 1)),
             "launches_per_step": round(launch.launches_per_step, 1),
             "median_launch_us": round(launch.median_launch_us, 2),

@@ -12,6 +12,7 @@ from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
+from aiprof.diagnose.sync_sites import sync_callers
 
 
 def chosen_syncs(ctx: Context) -> np.ndarray:
@@ -72,6 +73,10 @@ def find(ctx: Context) -> Finding | None:
             ),
             "kinds": [{"kind": k, "count": c} for k, c in kinds],
             "call_sites": [{"op": s, "count": c} for s, c in sites],
+            "callers": sync_callers(ctx.trace, syncs.call_row[chosen], ctx.options.max_items),
+            # what the syncs cost given the queue: the replay (profiler taken out) waits this
+            # long for queued GPU work to drain, and the GPU then idles while the host refills
+            "replayed_drain_wait_ms_per_step": ms(ctx.base_replayed.sync_wait_us / steps),
         },
         fix=(
             "Keep values on the GPU inside the loop: remove .item() / .cpu() / print(tensor) "

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.nhwc import nchw_batch_norm_durations
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
 
+def _batch_norm(ctx: Context) -> dict[int, float]:
+    """NCHW BatchNorm kernels at their NHWC roofline (``diagnose/nhwc.py``)."""
+    bandwidth = ctx.memory_bytes_per_s()
+    return nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
+
+
 def change(ctx: Context) -> Change | None:
-    """The conversion kernels removed."""
+    """The conversion kernels removed, and NCHW BatchNorm kernels at their NHWC roofline."""
     rows = ctx.layout.rows
-    return Change(gpu_dur_us={int(r): 0.0 for r in rows}) if len(rows) else None
+    if not len(rows):
+        return None
+    return Change(gpu_dur_us={**_batch_norm(ctx), **{int(r): 0.0 for r in rows}})
 
 
 def find(ctx: Context) -> Finding | None:
@@ -22,6 +31,7 @@ def find(ctx: Context) -> Finding | None:
     if fix is None:
         return None
     gain = ctx.gain_pct(fix)
+    batch_norm = _batch_norm(ctx)
     return Finding(
         category="layout_conversion",
         title=f"{per_step_ms(ctx, lay.total_us)} ms per step in layout conversions",
@@ -31,13 +41,17 @@ def find(ctx: Context) -> Finding | None:
             "num_conversion_kernels": len(lay.rows),
             "num_permuted_copies": lay.num_by_copy_op,
             "top_kernels": ctx.top_kernels(lay.rows),
+            "nchw_batch_norm_ms_per_step": per_step_ms(ctx, float(sum(
+                ctx.trace.gpu_ops.dur_us[r] for r in batch_norm))),
+            "nhwc_batch_norm_roofline_ms_per_step": per_step_ms(ctx, sum(batch_norm.values())),
         },
         fix=(
             "Keep convolutions in NHWC end to end: model = model.to(memory_format="
             "torch.channels_last) and x = x.to(memory_format=torch.channels_last); avoid "
             ".contiguous()/.permute() round trips between layers."
         ),
-        model="replay without the conversion kernels",
+        model=("replay without the conversion kernels, and with the NCHW BatchNorm kernels at "
+               "their NHWC roofline (one read of the input, one write)"),
         change=fix,
     )
 

@@ -1,10 +1,11 @@
-"""``tensor_cores_unused``: FP32 GEMMs/convs on CUDA cores, replayed at the tensor-core (TF32,
-else FP16) rate."""
+"""``tensor_cores_unused``: FP32 GEMMs/convs on CUDA cores, replayed on the TF32 (else FP16)
+path and on the BF16 autocast path (``diagnose/precision.py``)."""
 
 from __future__ import annotations
 
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.precision import memory_bound_fp32, precision_durations
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
@@ -12,6 +13,12 @@ _TF32_FIX = (
     "Use tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
     "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), "
     "or run the model under torch.autocast(\"cuda\", dtype=torch.bfloat16)."
+)
+_BF16_FIRST = (
+    "Run the model under torch.autocast(\"cuda\", dtype=torch.bfloat16): matmuls and convs "
+    "on bf16 tensor cores and half the bytes in the elementwise ops between them; at least "
+    "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 "
+    "= True)."
 )
 _FP16_FIX = (
     "This GPU has no TF32/BF16 tensor cores: run the model under torch.autocast(\"cuda\", "
@@ -25,39 +32,72 @@ def _peaks(ctx: Context) -> tuple[str, float | None, float | None]:
     return target, ctx.peak_flops("fp32"), ctx.peak_flops(target)
 
 
-def change(ctx: Context) -> Change | None:
-    """The FP32 kernels' durations scaled by peak FP32 / peak of the tensor-core path."""
+def paths(ctx: Context) -> dict[str, Change]:
+    """Each precision path's change (``precision.py``): TF32 (else FP16) with the FP32
+    GEMM/conv kernels at that peak; on GPUs with BF16, autocast: those kernels at the BF16
+    peak and the float32 memory-bound kernels at half (or three quarters) of their bytes."""
     tc = ctx.tensor_cores
-    _, fp32_peak, fast_peak = _peaks(ctx)
+    target, fp32_peak, fast_peak = _peaks(ctx)
     if len(tc.fp32_rows) == 0 or not fp32_peak or not fast_peak:
+        return {}
+    # dense peaks: measured ceilings or the datasheet
+    out = {target: Change(gpu_dur_us=precision_durations(
+        ctx.trace, tc.fp32_rows, fp32_peak / fast_peak, None))}
+    bf16_peak = ctx.peak_flops("bf16") if target == "tf32" else None
+    if bf16_peak:
+        out["bf16"] = Change(gpu_dur_us=precision_durations(
+            ctx.trace, tc.fp32_rows, fp32_peak / bf16_peak, memory_bound_fp32(ctx.trace)))
+    return out
+
+
+def change(ctx: Context) -> Change | None:
+    """The better precision path's change (the one the finding's gain is)."""
+    found = paths(ctx)
+    if not found:
         return None
-    ratio = fp32_peak / fast_peak  # dense peaks: measured ceilings or the datasheet
-    dur = ctx.trace.gpu_ops.dur_us
-    return Change(gpu_dur_us={int(r): float(dur[r]) * ratio for r in tc.fp32_rows})
+    return max(found.values(), key=ctx.gain_pct)
 
 
 def find(ctx: Context) -> Finding | None:
-    """FP32 GEMMs/convs on CUDA cores: replayed at the tensor-core (TF32, else FP16) rate."""
+    """FP32 GEMMs/convs on CUDA cores: replayed on the TF32 (else FP16) path and on the BF16
+    autocast path; the gain is the better of the two."""
     tc = ctx.tensor_cores
     target, fp32_peak, fast_peak = _peaks(ctx)
-    fix = change(ctx)
-    if fix is None or not fp32_peak or not fast_peak:
+    found = paths(ctx)
+    if not found or not fp32_peak or not fast_peak:
         return None
-    gain = ctx.gain_pct(fix)
+    gains = {name: ctx.gain_pct(fix) for name, fix in found.items()}
+    best = max(gains, key=lambda name: gains[name])
+    evidence: dict[str, object] = {
+        "fp32_gemm_ms_per_step": per_step_ms(ctx, tc.fp32_us),
+        "gemm_ms_per_step": per_step_ms(ctx, tc.gemm_us),
+        "fp32_peak_tflops": round(fp32_peak / 1e12, 1),
+        f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
+        f"{target}_gain_pct": round(gains[target], 1),
+    }
+    if "bf16" in found:
+        memory = memory_bound_fp32(ctx.trace)
+        dur = ctx.trace.gpu_ops.dur_us
+        evidence.update({
+            "bf16_peak_tflops": round(float(ctx.peak_flops("bf16") or 0.0) / 1e12, 1),
+            "bf16_autocast_gain_pct": round(gains["bf16"], 1),
+            "fp32_memory_bound_ms_per_step": per_step_ms(ctx, float(dur[memory.rows].sum()))
+            if memory.typed else None,
+        })
+    evidence["top_kernels"] = ctx.top_kernels(tc.fp32_rows)
     return Finding(
         category="tensor_cores_unused",
         title=f"{tc.fp32_pct_of_gemm:.0f}% of matmul/conv time runs in FP32 on CUDA cores",
-        estimated_gain_pct=gain,
-        evidence={
-            "fp32_gemm_ms_per_step": per_step_ms(ctx, tc.fp32_us),
-            "gemm_ms_per_step": per_step_ms(ctx, tc.gemm_us),
-            "fp32_peak_tflops": round(fp32_peak / 1e12, 1),
-            f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
-            "top_kernels": ctx.top_kernels(tc.fp32_rows),
-        },
-        fix=_TF32_FIX if target == "tf32" else _FP16_FIX,
-        model=f"replay with these kernels' durations scaled by peak fp32 / peak {target}",
-        change=fix,
+        estimated_gain_pct=gains[best],
+        evidence=evidence,
+        fix=_FP16_FIX if target == "fp16" else (_BF16_FIRST if best == "bf16" else _TF32_FIX),
+        model=(
+            f"replay with these kernels' durations scaled by peak fp32 / peak {target}"
+            + ("; and with them at peak fp32 / peak bf16 and the float32 memory-bound kernels "
+               "at half their bytes (bf16 autocast; three quarters for ops autocast keeps in "
+               "float32): the better of the two" if "bf16" in found else "")
+        ),
+        change=found[best],
     )
 
 

@@ -5,51 +5,82 @@ from __future__ import annotations
 
 import numpy as np
 
+from aiprof.diagnose.attention import Attention, find_attention, fused_durations
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
 
-def change(ctx: Context) -> Change | None:
-    """Each chain reduced to its longest kernel."""
+def attention(ctx: Context) -> list[Attention]:
+    """Hand-written attention regions (``diagnose/attention.py``); none without the peaks."""
+    peak, bandwidth = ctx.peak_flops("bf16") or ctx.peak_flops("fp16"), ctx.memory_bytes_per_s()
+    if not peak or not bandwidth:
+        return []
+    return find_attention(ctx.trace, peak, bandwidth, ctx.peak_flops("fp32"))
+
+
+def change(ctx: Context, regions: list[Attention] | None = None) -> Change | None:
+    """Each chain reduced to its longest kernel; each hand-written attention (forward and
+    backward) to one kernel at the fused roofline."""
     chains = ctx.chains.chains
-    if not chains:
+    regions = attention(ctx) if regions is None else regions
+    if not chains and not regions:
         return None
     dur = ctx.trace.gpu_ops.dur_us
     new: dict[int, float] = {}
     for chain in chains:
         keep = int(chain.rows[int(np.argmax(dur[chain.rows]))])
         new.update({int(r): 0.0 for r in chain.rows if int(r) != keep})
-    return Change(gpu_dur_us=new)
+    new.update(fused_durations(ctx.trace, regions))
+    return Change(gpu_dur_us=new) if new else None
 
 
 def find(ctx: Context) -> Finding | None:
     """Chains of elementwise/normalization kernels that one fused kernel would replace."""
     chains = ctx.chains.chains
-    fix = change(ctx)
+    regions = attention(ctx)
+    fix = change(ctx, regions)
     if fix is None:
         return None
     gain = ctx.gain_pct(fix)
     known = [c.bytes_saved for c in chains if c.bytes_saved is not None]
-    rows = np.concatenate([c.rows for c in chains])
+    rows = np.concatenate([c.rows for c in chains] + [
+        np.concatenate([a.forward_rows, a.backward_rows]) for a in regions]).astype(np.int64)
+    dur = ctx.trace.gpu_ops.dur_us
+    attention_us = sum(float(dur[np.concatenate([a.forward_rows, a.backward_rows])].sum())
+                       for a in regions)
+    title = f"{len(chains)} chains of {ctx.chains.num_kernels} memory-bound kernels to fuse"
+    if regions:
+        title += (f"; {len(regions)} hand-written attention blocks "
+                  f"({per_step_ms(ctx, attention_us)} ms per step)")
     return Finding(
         category="unfused_elementwise",
-        title=f"{len(chains)} chains of {ctx.chains.num_kernels} memory-bound kernels to fuse",
+        title=title,
         estimated_gain_pct=gain,
         evidence={
             "chain_ms_per_step": per_step_ms(ctx, ctx.chains.chain_us),
             "num_chains": len(chains),
-            "longest_chain_kernels": max(len(c.rows) for c in chains),
+            "longest_chain_kernels": max((len(c.rows) for c in chains), default=0),
             "traffic_saved_mb": round(sum(known) / 1e6, 1) if known else None,
             "top_kernels": ctx.top_kernels(rows),
+            "attention_blocks": len(regions),
+            "attention_ms_per_step": per_step_ms(ctx, attention_us) if regions else None,
+            "fused_attention_ms_per_step": per_step_ms(
+                ctx, sum(a.forward_us + a.backward_us for a in regions)) if regions else None,
+            "attention_shapes": sorted({f"N={a.heads_x_batch} Sq={a.seq_q} Sk={a.seq_k} "
+                                        f"D={a.head_dim}" for a in regions})[:3],
         },
         fix=(
             "Fuse the chains: torch.compile(model) generates one kernel per chain; or call "
             "the fused ops (F.gelu, F.layer_norm, F.scaled_dot_product_attention) instead of "
             "writing them out of elementary ops."
         ),
-        model="replay with each chain reduced to its longest kernel (one read, one write)",
+        model=(
+            "replay with each chain reduced to its longest kernel (one read, one write); "
+            "each hand-written attention, forward and backward, as one kernel at the fused "
+            "roofline (no S x S scores in memory: Q, K, V, O read or written once)"
+        ),
         change=fix,
     )
 

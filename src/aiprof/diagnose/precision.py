@@ -1,0 +1,118 @@
+"""What the FP32 kernels of a trace would take on the TF32 and the BF16 (autocast) paths.
+
+The model (aiprof's), per kernel actually in the trace:
+
+- **TF32** (``allow_tf32``): the FP32 CUDA-core GEMM/conv kernels run on tensor cores at the
+  same share of the TF32 peak as they reached of the FP32 peak: duration x peak FP32 / peak
+  TF32 (dense peaks: measured ceilings, else the datasheet). Nothing else changes: TF32 is a
+  math mode of matmuls and convolutions only.
+- **BF16 autocast**: those GEMM/conv kernels at the BF16 peak instead (duration x peak FP32 /
+  peak BF16), *and* the memory-bound kernels (elementwise, reductions, normalizations) of ops
+  that ran on float32 tensors move half the bytes: their inputs and outputs are bf16, the
+  output of the GEMM/conv before them (not the optimizer's update of the float32 weights,
+  inside ``Optimizer.step``). Ops that autocast keeps in float32 (softmax, layer_norm,
+  losses, reductions: the PyTorch AMP documentation, "CUDA Ops that can autocast to float32")
+  read bf16 and write float32: three quarters of the bytes. A memory-bound kernel's time is
+  its bytes over the bandwidth it reaches, which the halving keeps. The casts autocast adds
+  (a weight copy per GEMM per step) are not modelled. Without record_shapes (no input types)
+  only the GEMM/conv part applies and the evidence says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiprof.analysis import intervals as iv
+from aiprof.analysis.gpu_window import gpu_window
+from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
+from aiprof.analysis.tensor_cores import fp32_op
+from aiprof.trace import Trace
+
+AUTOCAST_FP32 = frozenset({
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+    "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm",
+    "group_norm", "native_group_norm", "frobenius_norm", "nuclear_norm", "cosine_similarity",
+    "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d", "nll_loss_forward",
+    "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+    "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist",
+    "renorm", "logsumexp", "softmax", "log_softmax", "cumprod", "cumsum", "prod", "sum",
+    "norm", "linalg_vector_norm", "cross_entropy_loss", "mean", "var", "std",
+})
+"""Ops autocast runs in float32 on CUDA (PyTorch AMP documentation, "CUDA Ops that can autocast
+to float32"; the reductions they lower to included); their backward ops count with them."""
+HALF_BYTES = 0.5
+"""bf16 (2 bytes) in place of float32 (4 bytes) for every input and output."""
+FP32_OUT_BYTES = 0.75
+"""bf16 inputs, float32 output: (2 + 4) / (4 + 4) for a one-input, one-output kernel."""
+
+
+@dataclass(frozen=True)
+class MemoryBoundFp32:
+    """Memory-bound kernels of float32 ops inside the steps and their bf16 byte factor."""
+
+    rows: np.ndarray
+    factor: np.ndarray
+    typed: bool
+    """Whether the trace recorded input types (without them no kernel can be placed)."""
+
+
+def op_base_name(name: str) -> str:
+    """``aten::_softmax_backward_data`` -> ``softmax``; ``aten::native_layer_norm`` kept."""
+    base = name.split("::")[-1].lstrip("_")
+    for suffix in ("_backward_data", "_backward", "_forward", "_out"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    return base.lstrip("_")
+
+
+def memory_bound_fp32(trace: Trace) -> MemoryBoundFp32:
+    """Elementwise/reduction/normalization kernels launched by ops with float32 inputs."""
+    win = gpu_window(trace)
+    ops = trace.gpu_ops
+    rows = win.rows[win.rows < len(trace.kernels)]
+    ids = ops.name_id[rows]
+    light = trace.strings.mask(ids, ELEMENTWISE) & ~trace.strings.mask(ids, GEMM_OR_CONV)
+    rows = rows[light & (ops.op_row[rows] >= 0)]
+    rows = rows[~_in_optimizer(trace, rows)]
+    typed = bool(np.any(trace.cpu_ops.input_types_id >= 0))
+    if not typed or len(rows) == 0:
+        return MemoryBoundFp32(rows[:0], np.zeros(0), typed)
+    op_rows, inverse = np.unique(ops.op_row[rows], return_inverse=True)
+    is_fp32 = np.array([fp32_op(trace, int(r)) for r in op_rows], dtype=bool)
+    keeps_fp32 = np.array([
+        op_base_name(trace.name(int(trace.cpu_ops.name_id[r]))) in AUTOCAST_FP32
+        for r in op_rows
+    ], dtype=bool)
+    factor = np.where(keeps_fp32, FP32_OUT_BYTES, HALF_BYTES)[inverse]
+    pick = is_fp32[inverse]
+    return MemoryBoundFp32(rows[pick], factor[pick], typed)
+
+
+def _in_optimizer(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per kernel: launched inside ``Optimizer.step``/``zero_grad`` (the float32 master
+    weights' update, which autocast does not touch)."""
+    ann, rt = trace.annotations, trace.runtime
+    names = [trace.name(int(i)) for i in ann.name_id]
+    pick = np.array([n.startswith("Optimizer.") for n in names], dtype=bool)
+    if not pick.any() or len(rows) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    spans = iv.union(ann.ts_us[pick], ann.ts_us[pick] + ann.dur_us[pick])
+    launch = trace.gpu_ops.launch_row[rows]
+    at = np.where(launch >= 0, rt.ts_us[np.maximum(launch, 0)], -np.inf)
+    return iv.contains(spans, at)
+
+
+def precision_durations(
+    trace: Trace, gemm_rows: np.ndarray, gemm_factor: float, memory: MemoryBoundFp32 | None,
+) -> dict[int, float]:
+    """New durations: the FP32 GEMM/conv kernels x ``gemm_factor``, and (for BF16) the
+    memory-bound float32 kernels x their byte factor."""
+    dur = trace.gpu_ops.dur_us
+    new = {int(r): float(dur[r]) * gemm_factor for r in gemm_rows.tolist()}
+    if memory is not None:
+        new.update({int(r): float(dur[r]) * float(f)
+                    for r, f in zip(memory.rows.tolist(), memory.factor.tolist(), strict=True)})
+    return new
