@@ -32,7 +32,9 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-@pytest.mark.parametrize("command", [["diagnose"], ["summary"], ["report", "-o", "r.html"]])
+@pytest.mark.parametrize(
+    "command", [["diagnose"], ["summary"], ["report", "-o", "r.html"], ["distributed"]]
+)
 def test_saved_ceilings_do_not_break_reading_the_run(run_dir, command, monkeypatch, capsys):
     pytest.importorskip("torch")
     monkeypatch.chdir(run_dir.parent)

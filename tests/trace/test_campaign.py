@@ -8,8 +8,8 @@ WHEN each goes through ``summary``, ``diagnose``, ``report`` or ``distributed``
 exit 2 (warnings aside), never a traceback, never more than ``CASE_LIMIT_S``, and the
 process's peak memory grows by less than ``MEMORY_CEILING_MIB`` over the whole campaign.
 
-Tracebacks from the diagnosis package (another area's work) are collected and replayed by
-an ``xfail`` test naming the module, so they stay visible without failing this one.
+Tracebacks from the diagnosis package are collected and replayed by their own test, which
+names the module.
 """
 
 from __future__ import annotations
@@ -257,8 +257,6 @@ def test_every_hostile_input_gives_a_result_or_one_line(tmp_path: Path, count: i
     assert _peak_rss_mib() - before < MEMORY_CEILING_MIB
 
 
-@pytest.mark.xfail(strict=False, reason="tracebacks in aiprof/diagnose (the diagnosis area's "
-                   "robustness work: kernels without launch events in diagnose/timeline.py)")
 def test_diagnose_tracebacks_found_by_the_campaign(tmp_path: Path) -> None:
     if _CAMPAIGN_RUN:  # replay what the campaign found rather than run it again
         diagnose_cases = [c for c in _DIAGNOSE_CASES if run_case(c, tmp_path).failure]

@@ -58,7 +58,7 @@ class Graph:
 
     def node_ts(self, nodes: np.ndarray) -> np.ndarray:
         events = nodes // 2
-        return self.ts_us[events] + np.where(nodes % 2 == 1, self.dur_us[events], 0.0)
+        return np.asarray(self.ts_us[events] + np.where(nodes % 2 == 1, self.dur_us[events], 0.0))
 
 
 def build_graph(trace: Trace, lo_us: float, hi_us: float) -> Graph:

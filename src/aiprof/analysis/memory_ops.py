@@ -170,4 +170,4 @@ def _stack(trace: Trace, at_us: float, tid: int) -> list[int]:
     ops = trace.cpu_ops
     running = np.flatnonzero((ops.tid == tid) & (ops.ts_us <= at_us) & (ops.end_us >= at_us))
     running = running[np.lexsort((-ops.dur_us[running], ops.ts_us[running]))]
-    return ops.name_id[running].tolist()
+    return list(ops.name_id[running].tolist())

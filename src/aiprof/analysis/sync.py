@@ -119,4 +119,4 @@ def _idle_after(trace: Trace, rows: np.ndarray, at_us: np.ndarray) -> np.ndarray
     last_end = np.where(before >= 0, reach[np.maximum(before, 0)], np.nan)
     next_start = np.where(after < len(rows), starts[np.minimum(after, len(rows) - 1)], np.nan)
     idle = next_start - np.maximum(last_end, 0.0)
-    return np.nan_to_num(np.maximum(idle, 0.0))
+    return np.asarray(np.nan_to_num(np.maximum(idle, 0.0)))

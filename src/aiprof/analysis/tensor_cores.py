@@ -67,7 +67,7 @@ def gemm_kernel_rows(trace: Trace) -> np.ndarray:
     rows = win.rows[win.rows < len(trace.kernels)]
     ids = trace.gpu_ops.name_id[rows]
     gemm = trace.strings.mask(ids, GEMM_OR_CONV) & ~trace.strings.mask(ids, LAYOUT_CONVERSION)
-    return rows[gemm]
+    return np.asarray(rows[gemm])
 
 
 def fp32_op(trace: Trace, op_row: int) -> bool:

@@ -88,10 +88,10 @@ def job_status(torchrun_status: int, codes: dict[int, int | None], received: lis
     stopped = (EXIT_INTERRUPTED, EXIT_TERMINATED)
     own = [c for c in codes.values() if c not in (None, 0, *stopped)]
     if own:
-        return int(own[0])  # type: ignore[arg-type]
+        return int(own[0])
     if any(c is None for c in codes.values()):
         return EXIT_KILLED
     signalled = [c for c in codes.values() if c in stopped]
     if signalled:
-        return int(signalled[0])  # type: ignore[arg-type]
+        return int(signalled[0])
     return torchrun_status if torchrun_status > 0 else 128 - torchrun_status

@@ -44,7 +44,7 @@ def open_nvml(module: Any | None = None) -> NvmlStatus:
     nvml: Any = module
     if nvml is None:
         try:
-            import pynvml as nvml  # type: ignore[import-not-found, no-redef]
+            import pynvml as nvml  # type: ignore[no-redef]
         except ImportError:
             return NvmlStatus(None, "no GPU samples: nvidia-ml-py is not installed "
                               "(pip install 'aiprof[torch]')")

@@ -41,8 +41,8 @@ class OutputTee:
         self._sys = sys
         self._log = path.open("w", encoding="utf-8", errors="replace", buffering=1)
         self._saved = (sys.stdout, sys.stderr)
-        sys.stdout = TeeStream(sys.stdout, self._log)  # type: ignore[assignment]
-        sys.stderr = TeeStream(sys.stderr, self._log)  # type: ignore[assignment]
+        sys.stdout = TeeStream(sys.stdout, self._log)
+        sys.stderr = TeeStream(sys.stderr, self._log)
 
     def close(self) -> None:
         """Restore the original streams and close the log."""

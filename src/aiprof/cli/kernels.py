@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiprof.cli._command import Command
 from aiprof.errors import InputError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from aiprof.gpu.ncu_summary import KernelCounters
+    from aiprof.gpu.nvprof_values import NvprofValue
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +84,7 @@ def _num(value: float | None, fmt: str = ".1f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _card(r):  # noqa: ANN001, ANN202 - KernelCounters -> rich Table
+def _card(r: KernelCounters) -> Table:
     from rich.markup import escape
     from rich.table import Table
 
@@ -107,7 +114,7 @@ def _card(r):  # noqa: ANN001, ANN202 - KernelCounters -> rich Table
     return card
 
 
-def _render(rows, nvprof) -> None:  # noqa: ANN001 - KernelCounters, NvprofValue lists
+def _render(rows: list[KernelCounters], nvprof: list[NvprofValue]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

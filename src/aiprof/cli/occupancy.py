@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from aiprof.cli._command import Command
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.gpu.occupancy import Occupancy
+    from aiprof.gpu.occupancy_sweep import BestBlockSize, OccupancySweep
+    from aiprof.hardware.arch import ArchLimits
 
 _ARCH_OVERRIDES = (("--sm-threads", "max_threads_per_sm"), ("--sm-blocks", "max_blocks_per_sm"),
                    ("--sm-registers", "regs_per_sm"), ("--sm-shared-mem", "smem_per_sm_bytes"),
@@ -45,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _arch(args: argparse.Namespace):  # -> ArchLimits
+def _arch(args: argparse.Namespace) -> ArchLimits:
     from aiprof.hardware import lookup
     from aiprof.measure.device import live_device
 
@@ -70,7 +76,7 @@ def _arch(args: argparse.Namespace):  # -> ArchLimits
     return replace(spec.arch, name=f"{spec.arch.name}+custom", **overrides)
 
 
-def _render_one(result) -> None:  # noqa: ANN001 - Occupancy
+def _render_one(result: Occupancy) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -101,7 +107,7 @@ def _limit(value: int | None) -> str:
     return "unlimited" if value is None else str(value)
 
 
-def _render_sweep(result, best) -> None:  # noqa: ANN001 - OccupancySweep, BestBlockSize
+def _render_sweep(result: OccupancySweep, best: BestBlockSize | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -118,7 +124,7 @@ def _render_sweep(result, best) -> None:  # noqa: ANN001 - OccupancySweep, BestB
                       f"{best.block_size} ({100 * best.occupancy.occupancy:.1f}%)")
 
 
-def _plot(result, path: str) -> None:  # noqa: ANN001 - OccupancySweep
+def _plot(result: OccupancySweep, path: str) -> None:
     from pathlib import Path
 
     from aiprof.report.svg import Series, line_chart

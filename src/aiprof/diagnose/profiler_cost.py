@@ -41,7 +41,7 @@ def first_child_gaps_us(trace: Trace) -> np.ndarray:
     order = np.lexsort((-ends, starts, tids))
     s, e, t = starts[order], ends[order], tids[order]
     nested = (t[1:] == t[:-1]) & (s[1:] >= s[:-1]) & (e[1:] <= e[:-1])
-    return (s[1:] - s[:-1])[nested]
+    return np.asarray((s[1:] - s[:-1])[nested])
 
 
 def estimated_overhead_us(trace: Trace) -> float | None:

@@ -131,7 +131,7 @@ def covered_between(intervals: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -> 
                                             (ends - starts)[np.maximum(i - 1, 0)]), 0.0)
         return cumulative[np.maximum(i - 1, 0)] * (i > 0) + np.maximum(inside, 0.0)
 
-    return np.maximum(before(hi) - before(lo), 0.0)
+    return np.asarray(np.maximum(before(hi) - before(lo), 0.0))
 
 
 def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
@@ -155,7 +155,7 @@ def own_call_us(timeline: Timeline) -> np.ndarray:
     """Each event's call time not already covered by earlier events' calls (other threads)."""
     ends = timeline.cpu_end_us
     reach = np.maximum.accumulate(np.concatenate([[timeline.start_us], ends]))[:-1]
-    return np.maximum(ends - np.maximum(timeline.cpu_start_us, reach), 0.0)
+    return np.asarray(np.maximum(ends - np.maximum(timeline.cpu_start_us, reach), 0.0))
 
 
 def call_times(timeline: Timeline, change: Change) -> tuple[np.ndarray, np.ndarray]:

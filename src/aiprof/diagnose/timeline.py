@@ -120,7 +120,7 @@ def _backlog(trace: Trace, rows: np.ndarray) -> np.ndarray:
     ops = trace.gpu_ops
     unlaunched = rows[ops.launch_row[rows] < 0]
     if len(unlaunched) == 0:
-        return unlaunched
+        return np.asarray(unlaunched)
     launched = rows[ops.launch_row[rows] >= 0]
     keep = np.zeros(len(unlaunched), dtype=bool)
     for key in np.unique(ops.stream[unlaunched]):
@@ -128,7 +128,7 @@ def _backlog(trace: Trace, rows: np.ndarray) -> np.ndarray:
         others = launched[ops.stream[launched] == key]
         first = float(ops.ts_us[others].min()) if len(others) else np.inf
         keep |= mine & (ops.ts_us[unlaunched] < first)
-    return unlaunched[keep]
+    return np.asarray(unlaunched[keep])
 
 
 def _op_kind(trace: Trace, rows: np.ndarray) -> np.ndarray:

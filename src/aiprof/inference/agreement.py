@@ -78,7 +78,8 @@ def measure_real(
         await batcher.close()
         return metrics
 
-    return run_precise(scenario())
+    metrics: BatchingMetrics = run_precise(scenario())
+    return metrics
 
 
 def calibrate_overhead_us(
@@ -99,7 +100,7 @@ def calibrate_overhead_us(
         return batcher.metrics()
 
     lone = run_precise(scenario())
-    return max(0.0, lone.latency_mean_us - curve(1))
+    return float(max(0.0, lone.latency_mean_us - curve(1)))
 
 
 def compare(

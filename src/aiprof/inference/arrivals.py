@@ -16,7 +16,7 @@ def poisson_arrivals(rate_rps: float, num_requests: int, *, seed: int = 0) -> np
     """Arrival times of a Poisson process: exponential gaps of mean 1/rate."""
     _check(rate_rps, num_requests)
     gaps = np.random.default_rng(seed).exponential(1e6 / rate_rps, num_requests)
-    return np.cumsum(gaps) - gaps[0]
+    return np.asarray(np.cumsum(gaps) - gaps[0])
 
 
 def bursty_arrivals(
@@ -48,7 +48,7 @@ def bursty_arrivals(
         now += length
         burst = not burst
     out = np.asarray(times[:num_requests])
-    return out - out[0]
+    return np.asarray(out - out[0])
 
 
 def replay_arrivals(timestamps_us: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -58,7 +58,7 @@ def replay_arrivals(timestamps_us: Sequence[float] | np.ndarray) -> np.ndarray:
         raise InputError("no arrival timestamps to replay")
     if not np.all(np.isfinite(times)):
         raise InputError("arrival timestamps must be finite numbers of microseconds")
-    return times - times[0]
+    return np.asarray(times - times[0])
 
 
 def _check(rate_rps: float, num_requests: int) -> None:

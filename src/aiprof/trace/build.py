@@ -492,7 +492,7 @@ _ARGS_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
 
 def _stream(value: int | str) -> int:
     if value.__class__ is int:
-        return value  # type: ignore[return-value]
+        return value
     text = str(value).strip()
     try:
         return int(text, 16) if text.lower().startswith("0x") else int(text.rsplit(" ", 1)[-1])

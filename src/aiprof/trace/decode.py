@@ -76,7 +76,8 @@ class Splitter:
         for block in blocks:
             buffer += block
             match = _EVENTS_KEY.search(buffer, max(0, len(buffer) - len(block) - 64))
-            if match or buffer.lstrip()[:1] not in (b"{", b"") or len(buffer) > _HEAD_SEARCH_LIMIT:
+            first = bytes(buffer.lstrip()[:1])
+            if match or first not in (b"{", b"") or len(buffer) > _HEAD_SEARCH_LIMIT:
                 break
         if match is None:
             raise CutFailed

@@ -152,7 +152,7 @@ def _assemble(
         strings=builder.strings,
         json_texts=builder.json_texts,
         origin_us=origin,
-        **(tables | gpu | {"runtime": runtime}),  # type: ignore[arg-type]
+        **(tables | gpu | {"runtime": runtime}),
         steps=steps,
         step_source=step_source,
         num_events=builder.num_events,

@@ -50,7 +50,7 @@ def json_bytes(file: Path) -> int:
     with file.open("rb") as handle:
         handle.seek(-4, os.SEEK_END)
         (recorded,) = struct.unpack("<I", handle.read(4))
-    return max(size, recorded)
+    return int(max(size, recorded))
 
 
 def start(file: Path, parts: int) -> list[Helper]:

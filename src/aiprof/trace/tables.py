@@ -62,7 +62,7 @@ class SpanTable(Table):
 
     @property
     def end_us(self) -> np.ndarray:
-        return self.ts_us + self.dur_us
+        return np.asarray(self.ts_us + self.dur_us)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,11 +93,11 @@ class GpuOpTable(SpanTable):
 
     @property
     def threads_per_block(self) -> np.ndarray:
-        return self.block_x * self.block_y * self.block_z
+        return np.asarray(self.block_x * self.block_y * self.block_z)
 
     @property
     def blocks(self) -> np.ndarray:
-        return self.grid_x * self.grid_y * self.grid_z
+        return np.asarray(self.grid_x * self.grid_y * self.grid_z)
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,4 +210,4 @@ class StepTable(Table):
 
     @property
     def duration_us(self) -> np.ndarray:
-        return self.end_us - self.start_us
+        return np.asarray(self.end_us - self.start_us)

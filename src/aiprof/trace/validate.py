@@ -107,7 +107,7 @@ def check_times(
 
 def _range(column: np.ndarray, low: float, high: float) -> np.ndarray:
     """Rows holding a value (not -1) outside ``[low, high]``."""
-    return (column != -1) & ((column < low) | (column > high))
+    return np.asarray((column != -1) & ((column < low) | (column > high)))
 
 
 def _absent(
