@@ -10,9 +10,17 @@ shipped skips (``require``).
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+# A test run started in the background by a non-interactive shell inherits SIGINT ignored, and
+# so would every process it starts (an ignored signal stays ignored across exec); the interrupt
+# tests send SIGINT to aiprof and need it delivered. A handler, unlike SIG_IGN, is reset to the
+# default in every child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLIC_TRACES = Path(
