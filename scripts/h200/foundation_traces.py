@@ -76,7 +76,7 @@ def main() -> None:
         print(f"{job.__name__}: {time.perf_counter() - start:.1f} s")
     try:
         import aiprof
-        from aiprof.report.jsonout import dumps
+        from aiprof.jsontext import dumps
         from aiprof.report.summary_json import summary_document
 
         doc = summary_document([s for p in paths for s in aiprof.summary(aiprof.load_trace(p))])

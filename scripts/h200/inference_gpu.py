@@ -28,13 +28,13 @@ from aiprof.inference.agreement import calibrate_overhead_us, measure_real
 from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.simulator import SimulationOptions, simulate
+from aiprof.jsontext import dumps
 from aiprof.measure.inference.bench import batch_function, measure_curve, measure_serving_curve
 from aiprof.measure.inference.coldstart import measure_coldstart
 from aiprof.measure.inference.cudagraph import measure_cuda_graph
 from aiprof.measure.inference.quantize import analyze_quantization, measure_int8_speed
 from aiprof.measure.inference.stages import run_stages
 from aiprof.measure.timing import Timing, time_calls
-from aiprof.report.jsonout import dumps
 
 BERT_SEQ = 128
 BATCHES = (1, 2, 4, 8, 16, 32, 64)

@@ -68,13 +68,13 @@ def run_bench(args: argparse.Namespace) -> int:
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.policy import BatchPolicy
     from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
+    from aiprof.jsontext import dumps
     from aiprof.measure.inference.bench import (
         batch_function,
         load_model,
         measure_curve,
         measure_serving_curve,
     )
-    from aiprof.report.jsonout import dumps
 
     model, make_input = load_model(args.model, args.input_shape)
     measured = measure_curve(model, make_input, args.batch_sizes, device=args.device,

@@ -50,9 +50,9 @@ def run_with_try(args: argparse.Namespace, options: Any) -> int:
     """Diagnose (capturing first when no record is given), then try the proposed fixes."""
     from aiprof.cli.try_ import command_of, exit_code, protocol_from, show
     from aiprof.diagnose import diagnose
+    from aiprof.jsontext import dumps
     from aiprof.record.rundir import new_run_dir
     from aiprof.report.diagnose_terminal import render_diagnosis
-    from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.trial.catalog import CODE_CHANGES, estimated_gains, fixes_for_categories
     from aiprof.trial.numerics import DEFAULT_RTOL

@@ -69,7 +69,7 @@ def _render(title: str, rows: list[tuple[str, BankConflicts]], extra: dict[str, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     title, rows, data = _rows(args)
     if args.json:

@@ -107,7 +107,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
     from aiprof.inference.policy import BatchPolicy, QueuePolicy
     from aiprof.inference.simulator import SimulationOptions, simulate
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     if not 0 <= args.high_share <= 1:
         raise InputError(f"--high-share {args.high_share} must be between 0 and 1")
@@ -142,7 +142,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _tune(args: argparse.Namespace) -> int:
     from aiprof.inference.tune import TuneOptions, tune_policy
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     options = TuneOptions(
         p99_slo_us=args.p99_ms * 1000,

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
     from aiprof.tensor.ceilings_model import save_ceilings
 
     if args.repeats < 1:

@@ -60,7 +60,7 @@ def _render(rows: list[tuple[str, Coalescing]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     rows = _results(args)
     if args.json:

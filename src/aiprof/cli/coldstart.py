@@ -66,9 +66,9 @@ def _render(report: Any, graph: Any, compiled: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     import torch
 
+    from aiprof.jsontext import dumps
     from aiprof.measure.inference.bench import load_factory
     from aiprof.measure.inference.coldstart import measure_coldstart
-    from aiprof.report.jsonout import dumps
 
     factory = load_factory(args.model)
     made = factory()

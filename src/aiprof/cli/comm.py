@@ -166,7 +166,7 @@ def _run_model(args: argparse.Namespace) -> int:
     from aiprof.distributed.busbw import canonical_collective
     from aiprof.distributed.collectives import model_collective
     from aiprof.distributed.sizes import parse_bytes
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     collective = canonical_collective(args.collective)
     if args.ranks < 1:
@@ -198,8 +198,8 @@ def _run_model(args: argparse.Namespace) -> int:
 def _run_nccl(args: argparse.Namespace, collective: str) -> int:
     from aiprof.distributed.nccl_model import NcclTopology, model_nccl
     from aiprof.distributed.sizes import parse_bytes
+    from aiprof.jsontext import dumps
     from aiprof.measure.distributed.bench import size_sweep
-    from aiprof.report.jsonout import dumps
 
     topo = NcclTopology(
         num_ranks=args.ranks,
@@ -230,8 +230,8 @@ def _run_nccl(args: argparse.Namespace, collective: str) -> int:
 def _run_sweep(args: argparse.Namespace, collective: str, link: Any, algorithms: Any) -> int:
     from aiprof.distributed.collectives import model_collective
     from aiprof.distributed.sizes import parse_bytes
+    from aiprof.jsontext import dumps
     from aiprof.measure.distributed.bench import size_sweep
-    from aiprof.report.jsonout import dumps
 
     low, high = max(parse_bytes(args.bytes), 1), parse_bytes(args.max_bytes)
     if high < low:
@@ -258,8 +258,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 def _run_bench(args: argparse.Namespace) -> int:
     from aiprof.distributed.busbw import canonical_collective
     from aiprof.distributed.sizes import parse_bytes
+    from aiprof.jsontext import dumps
     from aiprof.measure.distributed.bench import BenchOptions, bench_spawn, bench_torchrun
-    from aiprof.report.jsonout import dumps
 
     options = BenchOptions(
         collectives=tuple(

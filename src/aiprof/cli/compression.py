@@ -51,7 +51,7 @@ def _shapes(args: argparse.Namespace) -> list[tuple[int, ...]]:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.compression import CompressionOptions, compression_tradeoffs
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     options = CompressionOptions(
         shapes=_shapes(args),

@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.critical_path import critical_path
+    from aiprof.jsontext import dumps
     from aiprof.record.targets import load_traces
     from aiprof.report.critical_path_terminal import render_critical_path
-    from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.report.views_json import critical_path_document
 

@@ -68,9 +68,9 @@ def profiler_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions, diagnose
+    from aiprof.jsontext import dumps
     from aiprof.record.targets import resolve
     from aiprof.report.diagnose_terminal import render_diagnosis
-    from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
 
     if args.target is None and not args.try_fixes:

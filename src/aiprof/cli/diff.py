@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.diff import trace_diff
     from aiprof.analysis.diff_hta import hta_compare_traces
     from aiprof.errors import InputError
+    from aiprof.jsontext import dumps
     from aiprof.record.targets import load_traces
     from aiprof.report.diff_terminal import render_diff
-    from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.report.views_json import diff_document, hta_diff_document
 

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.analysis import DistributedOptions, analyze_distributed
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     traces = load_traces(args, args.traces, step_annotation=args.step_annotation)
     options = DistributedOptions(

@@ -43,7 +43,7 @@ def _lanes(text: str) -> list[str | None]:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.gpu.divergence import divergence
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     result = divergence(_lanes(args.lanes), args.costs, common_cost=args.common)
     if args.json:

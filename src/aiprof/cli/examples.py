@@ -12,8 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiprof.jsontext import dumps
     from aiprof.record.examples import examples
-    from aiprof.report.jsonout import dumps
 
     found = examples()
     if args.json:

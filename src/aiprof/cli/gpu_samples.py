@@ -18,10 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.gpu_samples import gpu_sample_view
     from aiprof.errors import InputError
+    from aiprof.jsontext import dumps
     from aiprof.record.runrecord import load_run
     from aiprof.record.targets import resolve
     from aiprof.report.gpu_samples_terminal import render_samples
-    from aiprof.report.jsonout import dumps
     from aiprof.report.terminal import console
     from aiprof.report.views_json import samples_document
 

@@ -19,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.python_tree import python_call_tree
     from aiprof.errors import InputError
+    from aiprof.jsontext import dumps
     from aiprof.record.targets import load_traces
-    from aiprof.report.jsonout import dumps
     from aiprof.report.python_terminal import render_call_tree
     from aiprof.report.terminal import console
     from aiprof.report.views_json import python_document

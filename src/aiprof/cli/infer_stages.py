@@ -56,9 +56,9 @@ def _render(report: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from aiprof.jsontext import dumps
     from aiprof.measure.inference.bench import load_model
     from aiprof.measure.inference.stages import run_stages
-    from aiprof.report.jsonout import dumps
 
     model, _ = load_model(args.model, input_shape=args.input_shape)
     report = run_stages(model, device=args.device, batch_size=args.batch_size,

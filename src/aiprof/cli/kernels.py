@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.gpu.ncu_csv import parse_ncu_csv
     from aiprof.gpu.ncu_summary import summarize
     from aiprof.gpu.nvprof_values import nvprof_value
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     wanted = ncu_metrics.translate([n.strip() for n in args.nvprof_metrics.split(",")
                                     if n.strip()])

@@ -61,7 +61,7 @@ def _missing_shape(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.memory import FSDP_STAGE, MemoryOptions, estimate_memory
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     missing = _missing_shape(args)
     note = (f"activations not counted: give {', '.join(missing)} (and --micro-batch) to "

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
     from aiprof.tensor.memtimeline import trace_memory_timeline
 
     if args.top < 1:

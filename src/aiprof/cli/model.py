@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace, result: dict[str, Any]) -> None:
     if args.json:
-        from aiprof.report.jsonout import dumps
+        from aiprof.jsontext import dumps
 
         analysis = result["analysis"]
         plain = {**result, "analysis": {**analysis.__dict__, "recorded": len(analysis.recorded)}}

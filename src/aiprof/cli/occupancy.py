@@ -141,7 +141,7 @@ def _plot(result: OccupancySweep, path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiprof.gpu.occupancy import occupancy
     from aiprof.gpu.occupancy_sweep import best_block_size, sweep
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     arch = _arch(args)
     base = dict(block_size=args.block_size, registers_per_thread=args.registers,

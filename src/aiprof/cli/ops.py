@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.kernel_view import kernel_view
     from aiprof.analysis.ops import op_view
     from aiprof.errors import InputError
+    from aiprof.jsontext import dumps
     from aiprof.record.targets import load_traces
-    from aiprof.report.jsonout import dumps
     from aiprof.report.ops_terminal import render_kernel_view, render_op_view
     from aiprof.report.terminal import console
     from aiprof.report.views_json import kernels_document, ops_document
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _memory(args: argparse.Namespace, traces: TraceSet) -> int:
     from aiprof.analysis.memory_ops import memory_by_op
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
     from aiprof.report.memory_ops_terminal import render_memory_view
     from aiprof.report.terminal import console
     from aiprof.report.views_json import memory_document

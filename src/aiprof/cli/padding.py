@@ -99,7 +99,7 @@ def _render(report: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from aiprof.inference.padding import PaddingOptions, analyze_padding, read_lengths
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     options = PaddingOptions(
         batch_size=args.batch_size,

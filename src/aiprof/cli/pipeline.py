@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     from aiprof.distributed.bubble import SCHEDULES, pipeline_bubble
     from aiprof.distributed.partition import partition_layers
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     costs = _costs(args)
     split = None

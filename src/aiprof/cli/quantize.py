@@ -50,9 +50,9 @@ def _render(report: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     import torch
 
+    from aiprof.jsontext import dumps
     from aiprof.measure.inference.bench import load_model
     from aiprof.measure.inference.quantize import analyze_quantization, measure_int8_speed
-    from aiprof.report.jsonout import dumps
 
     torch.manual_seed(0)
     model, make_input = load_model(args.model, args.input_shape)

@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.queue import queue_length
+    from aiprof.jsontext import dumps
     from aiprof.record.targets import load_traces
-    from aiprof.report.jsonout import dumps
     from aiprof.report.queue_terminal import render_queues
     from aiprof.report.terminal import console
     from aiprof.report.views_json import queue_document

@@ -31,10 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
+    from aiprof.jsontext import dumps
     from aiprof.record.runrecord import SAMPLES_FILE, empty_samples, read_meta, read_samples
     from aiprof.record.targets import resolve
     from aiprof.report.html import render_report
-    from aiprof.report.jsonout import dumps
 
     target = resolve(args.target)
     options = DiagnoseOptions(ceilings=read_ceilings(args, target), **profiler_options(args))

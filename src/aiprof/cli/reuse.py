@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
     from aiprof.tensor.reuse import conv_reuse, gemm_tiling
 
     if args.verb == "conv":

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.errors import InputError
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
     from aiprof.report.terminal import console
     from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu, load_ceilings
     from aiprof.tensor.trace_roofline import trace_roofline

@@ -128,7 +128,7 @@ def _report(run_dir: Path, as_json: bool) -> None:
 
     meta = read_meta(run_dir)
     if as_json:
-        from aiprof.report.jsonout import dumps
+        from aiprof.jsontext import dumps
 
         print(dumps({"run_dir": str(run_dir), "meta": meta}))
         return

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.links import link_preset
     from aiprof.distributed.scaling import inputs_from_trace, parse_ranks, predict_scaling
     from aiprof.distributed.trace_link import trace_link
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
 
     trace, _ = load_rank(args, args.trace, args.rank)
     inputs = inputs_from_trace(

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.summary import summary
-    from aiprof.report.jsonout import dumps
+    from aiprof.jsontext import dumps
     from aiprof.report.summary_json import summary_document
     from aiprof.report.summary_terminal import render_summaries
     from aiprof.report.terminal import console

@@ -124,7 +124,7 @@ def record_dir_for(args: argparse.Namespace, stem: str) -> Path:
 def show(document: dict[str, Any], as_json: bool) -> None:
     """Print the try document as JSON or as the table."""
     if as_json:
-        from aiprof.report.jsonout import dumps
+        from aiprof.jsontext import dumps
 
         print(dumps(document))
         return

@@ -15,9 +15,9 @@ from aiprof.analysis.step_breakdown import CATEGORIES
 from aiprof.analysis.views import RankViews
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.report_data import RankView, ReportData
+from aiprof.jsontext import dumps
 from aiprof.record.runrecord import RunMeta
 from aiprof.report.html_assets import CSS, JS
-from aiprof.report.jsonout import dumps
 from aiprof.report.profiler_text import profiler_line
 from aiprof.report.roofline_svg import roofline_svg
 from aiprof.report.run_html import run_record_html
