@@ -60,7 +60,7 @@ class Event(msgspec.Struct, omit_defaults=True):
     dur: float = 0.0
     pid: int | str = 0
     tid: int | str = 0
-    args: msgspec.Raw | None = None
+    args: msgspec.Raw = msgspec.Raw(b"null")  # msgspec.Raw | None decodes only null
 class Document(msgspec.Struct):
     traceEvents: list[Event]
 decoder = msgspec.json.Decoder(Document)
