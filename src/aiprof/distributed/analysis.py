@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,8 @@ from aiprof.distributed.commtrace import CollectiveCalls, collective_calls, comp
 from aiprof.distributed.overlap import StepOverlap, overlap_pct, step_overlaps
 from aiprof.distributed.stragglers import collective_waits, compute_outliers, imbalance_pct
 from aiprof.errors import InputError
+from aiprof.trace.devices import DistributedInfo
+from aiprof.trace.stream import TraceStream
 
 SCHEMA = "aiprof.distributed/1"
 
@@ -144,19 +146,43 @@ def summarize_collectives(rank: int, calls: CollectiveCalls) -> list[CollectiveS
     return out
 
 
-def _rank_report(
-    trace: Any, calls: CollectiveCalls, wait_us: float, caused_us: float, last_share: float
-) -> RankReport:
+@dataclass(frozen=True)
+class RankPart:
+    """What the cross-rank analysis needs of one rank, computed where the rank is read: its
+    collectives (with sizes and times) and its per-step overlap."""
+
+    rank: int
+    distributed: DistributedInfo | None
+    calls: CollectiveCalls
+    steps: list[StepOverlap]
+
+    def shifted(self, delta_us: float) -> RankPart:
+        """The same part with its calls moved by ``delta_us`` (as ``Trace.shifted`` moves)."""
+        if delta_us == 0:
+            return self
+        return replace(self, calls=replace(self.calls, ts_us=self.calls.ts_us + delta_us))
+
+
+def rank_part(trace: Any) -> RankPart:
+    """One rank's ``RankPart`` (a ``Trace``)."""
+    calls = collective_calls(trace)
     steps = trace.steps
     comm = (calls.ts_us, calls.ts_us + calls.dur_us)
     per_step = step_overlaps(compute_spans(trace), comm, steps.number, steps.start_us, steps.end_us)
+    return RankPart(trace.rank, trace.distributed, calls, per_step)
+
+
+def _rank_report(
+    part: RankPart, wait_us: float, caused_us: float, last_share: float
+) -> RankReport:
+    per_step = part.steps
     count = max(len(per_step), 1)
 
     def mean(attr: str) -> float:
         return float(np.mean([getattr(s, attr) for s in per_step])) if per_step else 0.0
 
     return RankReport(
-        rank=trace.rank,
+        rank=part.rank,
         num_steps=len(per_step),
         step_time_us=mean("step_time_us"),
         compute_us_per_step=mean("compute_us"),
@@ -208,39 +234,48 @@ def find_stragglers(ranks: list[RankReport], options: DistributedOptions) -> lis
 def analyze_distributed(
     traces: Any, options: DistributedOptions | None = None
 ) -> DistributedReport:
-    """Analyze a TraceSet (one trace per rank) or a single trace."""
-    options = options or DistributedOptions()
+    """Analyze a TraceSet (one trace per rank), a single trace, or a ``TraceStream`` (each
+    rank's part computed where it is read; only the parts come back)."""
+    if isinstance(traces, TraceStream):
+        mapped = traces.map(rank_part)
+        parts = [p.shifted(s) for p, s in zip(mapped.results, mapped.shifts_us, strict=True)]
+        return analyze_parts(parts, mapped.alignment, options)
     ranks_traces = list(traces)
     if not ranks_traces:
         raise InputError("no traces to analyze")
-    calls = [collective_calls(t) for t in ranks_traces]
+    return analyze_parts([rank_part(t) for t in ranks_traces],
+                         str(getattr(traces, "alignment", "single trace")), options)
+
+
+def analyze_parts(
+    parts: list[RankPart], alignment: str, options: DistributedOptions | None = None
+) -> DistributedReport:
+    """The cross-rank analysis of the ranks' parts (on the common clock, in rank order)."""
+    options = options or DistributedOptions()
+    if not parts:
+        raise InputError("no traces to analyze")
+    calls = [p.calls for p in parts]
     waits = collective_waits(calls)
     reports = [
-        _rank_report(t, c, waits.wait_us[i], waits.caused_us[i], waits.last_arrival_share_pct[i])
-        for i, (t, c) in enumerate(zip(ranks_traces, calls, strict=True))
+        _rank_report(p, waits.wait_us[i], waits.caused_us[i], waits.last_arrival_share_pct[i])
+        for i, p in enumerate(parts)
     ]
-    info = ranks_traces[0].distributed
-    notes = _notes(ranks_traces, calls, waits.num_matched_calls)
+    info = parts[0].distributed
+    notes = _notes(parts, waits.num_matched_calls)
     return DistributedReport(
         schema=SCHEMA,
-        num_ranks=len(ranks_traces),
-        world_size=int(info.world_size) if info and info.world_size else len(ranks_traces),
+        num_ranks=len(parts),
+        world_size=int(info.world_size) if info and info.world_size else len(parts),
         backend=str(info.backend) if info and info.backend else "unknown",
-        alignment=str(getattr(traces, "alignment", "single trace")),
+        alignment=alignment,
         collective_source=", ".join(sorted({c.source for c in calls})),
         num_matched_calls=waits.num_matched_calls,
         ranks=reports,
-        collectives=[
-            s
-            for t, c in zip(ranks_traces, calls, strict=True)
-            for s in summarize_collectives(t.rank, c)
-        ],
+        collectives=[s for p in parts for s in summarize_collectives(p.rank, p.calls)],
         stragglers=find_stragglers(reports, options) if len(reports) > 1 else [],
         compute_imbalance_pct=imbalance_pct([r.compute_us_per_step for r in reports]),
         notes=notes,
-        calls=[
-            row for t, c in zip(ranks_traces, calls, strict=True) for row in list_calls(t.rank, c)
-        ]
+        calls=[row for p in parts for row in list_calls(p.rank, p.calls)]
         if options.include_calls
         else [],
     )
@@ -271,20 +306,21 @@ def list_calls(rank: int, calls: CollectiveCalls) -> list[CollectiveCall]:
     return rows
 
 
-def _notes(traces: list[Any], calls: list[CollectiveCalls], matched: int) -> list[str]:
+def _notes(parts: list[RankPart], matched: int) -> list[str]:
+    calls = [p.calls for p in parts]
     notes = []
     if all(len(c.kind) == 0 for c in calls):
         notes.append("no collectives found (no NCCL kernels, no gloo annotations)")
     if any(c.source == "gloo annotations" for c in calls):
         notes.append("gloo: collective sizes from c10d op input dims, float32 assumed")
-    if len(traces) > 1 and matched == 0:
+    if len(parts) > 1 and matched == 0:
         notes.append(
             "no collective could be matched across ranks: waits and stragglers not computed"
         )
-    world = traces[0].distributed.world_size if traces[0].distributed else None
-    if world and world > len(traces):
+    world = parts[0].distributed.world_size if parts[0].distributed else None
+    if world and world > len(parts):
         notes.append(
-            f"{len(traces)} of {world} ranks given: cross-rank results cover those ranks only"
+            f"{len(parts)} of {world} ranks given: cross-rank results cover those ranks only"
         )
     unknown = sum(int((c.num_bytes < 0).sum()) for c in calls)
     if unknown:
