@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from aiprof.diagnose.context import Context
     from aiprof.diagnose.finding import Finding
     from aiprof.diagnose.replay import Change
-    from aiprof.trace import TraceSet
+    from aiprof.distributed.analysis import DistributedReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,8 +28,9 @@ class Rule:
     """One line: what the category means (DESIGN.md's vocabulary table, docs/diagnose.md)."""
     find: Callable[[Context], Finding | None] | None = None
     """The finding on one trace (rank), or None when the cause is absent."""
-    find_ranks: Callable[[TraceSet], list[Finding]] | None = None
-    """For causes across ranks (``straggler``): the findings of a trace set of several ranks."""
+    find_ranks: Callable[[DistributedReport], list[Finding]] | None = None
+    """For causes across ranks (``straggler``): the findings of the cross-rank analysis of a
+    trace set of several ranks (its collectives, waits and steps)."""
     change: Callable[[Context], Change | None] | None = None
     """The fix as a replay ``Change`` (None: the cause is absent, or not a replay change)."""
     host_side: bool = False

@@ -4,6 +4,8 @@ device events, a single cold iteration, GPU ops without launch calls, a replay o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from aiprof.diagnose.context import Context
@@ -32,21 +34,43 @@ def other_device_events(trace: Trace) -> dict[str, int]:
     return found
 
 
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What ``check_supported`` needs of one rank."""
+
+    has_gpu: bool
+    other_events: dict[str, int]
+    """``other_device_events`` (only looked at without GPU ops)."""
+    num_runtime_calls: int
+
+
+def device_facts(trace: Trace) -> DeviceFacts:
+    return DeviceFacts(trace.has_gpu, {} if trace.has_gpu else other_device_events(trace),
+                       len(trace.runtime))
+
+
 def check_supported(traces: TraceSet) -> None:
     """Refuse a trace set without GPU ops whose device events are of a backend aiprof does not
     read, or whose GPU runtime calls show that the device activity was not recorded."""
     if any(t.has_gpu for t in traces):
         return
+    check_facts([device_facts(t) for t in traces])
+
+
+def check_facts(ranks: list[DeviceFacts]) -> None:
+    """``check_supported`` of the ranks' ``DeviceFacts``."""
+    if any(r.has_gpu for r in ranks):
+        return
     other: dict[str, int] = {}
-    for trace in traces:
-        for backend, count in other_device_events(trace).items():
+    for rank in ranks:
+        for backend, count in rank.other_events.items():
             other[backend] = other.get(backend, 0) + count
     if other:
         what = ", ".join(f"{n} {b} device events" for b, n in sorted(other.items()))
         raise UnsupportedDeviceError(
             f"the trace's device activity is {what}: aiprof diagnoses CUDA and ROCm GPU ops "
             "only, so nothing on the device was analysed (the host side: aiprof summary)")
-    calls = sum(len(t.runtime) for t in traces)
+    calls = sum(r.num_runtime_calls for r in ranks)
     if calls:
         raise InputError(
             f"the trace has {calls} GPU runtime calls but no GPU events (kernels, copies): "

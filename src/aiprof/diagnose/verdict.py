@@ -24,8 +24,18 @@ def combined_gain_pct(ctx: Context | None, findings: list[Finding]) -> float:
     """Every finding's fix applied at once: one replay of all their changes; the gains that do
     not come from the replay (communication on a CPU-only run, stragglers) then come off the
     step it leaves. Never above the sum of the parts, nor 100."""
+    return combine_gains(replayed_gain_pct(ctx, findings), findings)
+
+
+def replayed_gain_pct(ctx: Context | None, findings: list[Finding]) -> float:
+    """The replay of every finding's change at once (0 without a change or a context)."""
     changes = [f.change for f in findings if f.change is not None]
-    replayed = ctx.gain_pct(all_fixes(changes)) if ctx is not None and changes else 0.0
+    return ctx.gain_pct(all_fixes(changes)) if ctx is not None and changes else 0.0
+
+
+def combine_gains(replayed: float, findings: list[Finding]) -> float:
+    """``combined_gain_pct`` from the replay of the findings' changes (``replayed_gain_pct``)
+    and the gains that are not replay changes (cross-rank findings have none)."""
     outside = [f.estimated_gain_pct for f in findings if f.change is None]
     remaining = (100.0 - replayed) * math.prod(1.0 - min(g, 100.0) / 100.0 for g in outside)
     total = sum(f.estimated_gain_pct for f in findings)

@@ -7,17 +7,14 @@ from typing import TYPE_CHECKING
 
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.rule import Rule
-from aiprof.trace import TraceSet
 
 if TYPE_CHECKING:
-    from aiprof.distributed.analysis import Straggler
+    from aiprof.distributed.analysis import DistributedReport, Straggler
 
 
-def find_ranks(traces: TraceSet) -> list[Finding]:
-    """One finding per straggler rank of a trace set (``aiprof.distributed``)."""
-    from aiprof.distributed.analysis import analyze_distributed
-
-    report = analyze_distributed(traces)
+def find_ranks(report: DistributedReport) -> list[Finding]:
+    """One finding per straggler rank of a trace set's cross-rank analysis (``aiprof
+    distributed``)."""
     longest_step = max((r.step_time_us for r in report.ranks), default=0.0)
     findings = []
     for s in report.stragglers:
