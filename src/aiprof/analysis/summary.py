@@ -11,6 +11,7 @@ from aiprof.analysis.step_breakdown import StepBreakdown, step_breakdown
 from aiprof.analysis.top import NameTotal, top_kernels, top_ops
 from aiprof.forked import map_forked
 from aiprof.trace import Trace, TraceSet
+from aiprof.trace.stream import TraceStream
 
 SCHEMA = "aiprof.summary/1"
 PARALLEL_FROM_EVENTS = 1_000_000
@@ -74,14 +75,17 @@ def summarize_trace(trace: Trace) -> RankSummary:
     )
 
 
-def summary(traces: Trace | TraceSet) -> list[RankSummary]:
+def summary(traces: Trace | TraceSet | TraceStream) -> list[RankSummary]:
     """One ``RankSummary`` per trace, in rank order.
 
     Ranks holding ``PARALLEL_FROM_EVENTS`` events or more in all are summarized in forked
-    processes; below that, forking costs more than it saves.
+    processes; below that, forking costs more than it saves. A ``TraceStream``'s ranks are
+    read and summarized in its workers (or Ray tasks), one rank at a time each.
     """
     if isinstance(traces, Trace):
         return [summarize_trace(traces)]
+    if isinstance(traces, TraceStream):
+        return list(traces.map(summarize_trace).results)
     if sum(t.num_events for t in traces) < PARALLEL_FROM_EVENTS:
         return [summarize_trace(t) for t in traces]
     return map_forked(summarize_trace, traces.traces)

@@ -16,6 +16,7 @@ import numpy as np
 from aiprof.analysis.cpu_forest import cpu_forest
 from aiprof.trace import Trace
 from aiprof.trace.steps import PROFILER_STEP
+from aiprof.trace.tables import StepTable
 
 MAX_STEPS = 8
 MAX_SPANS = 4000
@@ -90,7 +91,11 @@ def _tids(trace: Trace) -> list[int]:
 def merged_timeline(traces: list[Trace]) -> StepTimeline:
     """Every rank's timeline in one: lanes named ``rank N ...``; step i of every rank drawn
     on the common clock from the first rank's step i (ranks without it are left out)."""
-    parts = [(t.rank, step_timeline(t), t.steps) for t in traces]
+    return merge_timelines([(t.rank, step_timeline(t), t.steps) for t in traces])
+
+
+def merge_timelines(parts: list[tuple[int, StepTimeline, StepTable]]) -> StepTimeline:
+    """``merged_timeline`` of each rank's (rank, ``step_timeline``, steps on the common clock)."""
     if len(parts) == 1:
         return parts[0][1]
     lanes: list[str] = []

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 
+from aiprof.diagnose.calibration import Calibration
 from aiprof.diagnose.context import Context, DiagnoseOptions
 from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.rules import RULES
-from aiprof.diagnose.scope import check_supported, scope_notes
-from aiprof.diagnose.verdict import combined_gain_pct, verdict
+from aiprof.diagnose.scope import (
+    DeviceFacts,
+    check_facts,
+    check_supported,
+    device_facts,
+    scope_notes,
+)
+from aiprof.diagnose.verdict import combine_gains, replayed_gain_pct, verdict
+from aiprof.distributed.analysis import RankPart, analyze_parts, rank_part
 from aiprof.errors import AiprofError
 from aiprof.trace import Trace, TraceSet
+from aiprof.trace.devices import DeviceProperties
+from aiprof.trace.stream import TraceStream
 
 UNKNOWN_GPU = "unknown GPU (no deviceProperties)"
 
@@ -44,10 +56,66 @@ def explained(ctx: Context, finding: Finding) -> Finding:
 
 
 def diagnose(
-    target: Trace | TraceSet | str | os.PathLike[str], options: DiagnoseOptions | None = None
+    target: Trace | TraceSet | TraceStream | str | os.PathLike[str],
+    options: DiagnoseOptions | None = None,
 ) -> Diagnosis:
-    """Ranked findings of a trace, a trace set (all ranks) or a path (trace, directory, run)."""
+    """Ranked findings of a trace, a trace set (all ranks), a ``TraceStream`` (each rank
+    diagnosed where it is read) or a path (trace, directory, run)."""
+    if isinstance(target, TraceStream):
+        return diagnose_stream(target, options)
     return diagnose_ranks(target, options)[0]
+
+
+@dataclass(frozen=True)
+class RankDiagnosis:
+    """One rank's diagnosis, everything the job's diagnosis needs of it (no trace)."""
+
+    rank: int
+    findings: list[Finding]
+    """Its findings of at least ``min_gain_pct``, unranked."""
+    notes: list[str]
+    step_us: float
+    replay_step_us: float
+    device: DeviceProperties | None
+    has_gpu: bool
+    calibration: Calibration
+    replayed_pct: float
+    """The replay of all its findings' changes at once (``verdict.combined_gain_pct``)."""
+    part: RankPart | None = None
+    """Its part of the cross-rank analysis (trace sets of several ranks), or the reason why
+    there is none (``part_error``)."""
+    part_error: str | None = None
+    facts: DeviceFacts | None = None
+    """What ``check_supported`` needs of it (ranks diagnosed in workers)."""
+
+
+def diagnose_rank(
+    trace: Trace, options: DiagnoseOptions,
+    diagnosed: tuple[list[Finding], Context] | None = None, *, part: bool = False,
+) -> RankDiagnosis:
+    """``RankDiagnosis`` of one trace (``diagnosed``: its ``diagnose_trace`` when done already;
+    ``part``: with its part of the cross-rank analysis)."""
+    found, ctx = diagnose_trace(trace, options) if diagnosed is None else diagnosed
+    kept = [f for f in found if f.estimated_gain_pct >= options.min_gain_pct]
+    cross, error = None, None
+    if part:
+        try:
+            cross = rank_part(trace)
+        except AiprofError as failure:
+            error = str(failure)
+    return RankDiagnosis(
+        rank=trace.rank,
+        findings=kept,
+        notes=scope_notes(ctx),
+        step_us=ctx.step_us,
+        replay_step_us=ctx.as_recorded_us / max(len(trace.steps), 1),
+        device=trace.device,
+        has_gpu=trace.has_gpu,
+        calibration=ctx.calibration,
+        replayed_pct=replayed_gain_pct(ctx, kept),
+        part=cross,
+        part_error=error,
+    )
 
 
 def diagnose_ranks(
@@ -58,47 +126,89 @@ def diagnose_ranks(
     traces = _as_trace_set(target)
     check_supported(traces)
     per_rank = [diagnose_trace(t, options) for t in traces]
-    kept = [[f for f in found if f.estimated_gain_pct >= options.min_gain_pct]
-            for found, _ in per_rank]
-    findings = _merge_ranks([(ctx.trace.rank, f) for found, (_, ctx) in zip(kept, per_rank,
-                                                                            strict=True)
-                             for f in found])
-    notes = [n for _, ctx in per_rank for n in scope_notes(ctx)]
-    across = _across_ranks(traces, notes)
+    several = len(traces) > 1
+    ranks = [diagnose_rank(ctx.trace, options, (found, ctx), part=several)
+             for found, ctx in per_rank]
+    return assemble(ranks, options, traces.alignment), [ctx for _, ctx in per_rank]
+
+
+def diagnose_stream(stream: TraceStream, options: DiagnoseOptions | None = None) -> Diagnosis:
+    """The diagnosis of a ``TraceStream``: each rank diagnosed in its worker (or Ray task)."""
+    options = options or DiagnoseOptions()
+    work = partial(stream_rank, options=options, part=len(stream) > 1)
+    mapped = stream.map(work)
+    return assemble(shifted_parts(list(mapped.results), mapped.shifts_us), options,
+                    mapped.alignment)
+
+
+def stream_rank(
+    trace: Trace, options: DiagnoseOptions, part: bool,
+    diagnosed: tuple[list[Finding], Context] | None = None,
+) -> RankDiagnosis:
+    """A worker's share of ``diagnose_stream``: one rank, with what ``check_supported`` needs
+    of it (``assemble`` checks the ranks together, as ``diagnose_ranks`` does first)."""
+    diagnosis = diagnose_rank(trace, options, diagnosed, part=part)
+    return replace(diagnosis, facts=device_facts(trace))
+
+
+def shifted_parts(ranks: list[RankDiagnosis], shifts_us: Sequence[float]) -> list[RankDiagnosis]:
+    """Each rank's cross-rank part moved onto the common clock."""
+    return [replace(r, part=r.part.shifted(s)) if r.part is not None else r
+            for r, s in zip(ranks, shifts_us, strict=True)]
+
+
+def assemble(
+    ranks: list[RankDiagnosis], options: DiagnoseOptions, alignment: str = ""
+) -> Diagnosis:
+    """The job's diagnosis from its ranks' (in rank order): findings merged across ranks, the
+    cross-rank rules' findings, the verdict."""
+    facts = [r.facts for r in ranks if r.facts is not None]
+    if facts:
+        check_facts(facts)
+    findings = _merge_ranks([(r.rank, f) for r in ranks for f in r.findings])
+    notes = [n for r in ranks for n in r.notes]
+    across = _across_ranks(ranks, alignment, notes)
     ranked = rank_findings([f for f in findings + across
                             if f.estimated_gain_pct >= options.min_gain_pct])
-    combined = max((combined_gain_pct(ctx, found + across)
-                    for found, (_, ctx) in zip(kept, per_rank, strict=True)), default=0.0)
-    slowest = max((ctx for _, ctx in per_rank), key=lambda c: c.step_us)
-    device = slowest.trace.device
-    has_gpu = any(t.has_gpu for t in traces)
+    combined = max((combine_gains(r.replayed_pct, r.findings + across) for r in ranks),
+                   default=0.0)
+    slowest = max(ranks, key=lambda r: r.step_us)
+    device = slowest.device
+    has_gpu = any(r.has_gpu for r in ranks)
     return Diagnosis(
         findings=ranked,
         verdict=verdict(ranked, options, has_gpu or bool(ranked), slowest.step_us, combined),
         step_us=slowest.step_us,
-        replay_step_us=slowest.as_recorded_us / max(len(slowest.trace.steps), 1)
-        if has_gpu
-        else 0.0,
+        replay_step_us=slowest.replay_step_us if has_gpu else 0.0,
         device=device.name if device else (UNKNOWN_GPU if has_gpu else None),
-        num_ranks=len(traces),
+        num_ranks=len(ranks),
         notes=notes + ([slowest.calibration.note] if has_gpu and slowest.calibration.note
                        else []),
         profiler=slowest.calibration if has_gpu else None,
         combined_gain_pct=combined,
-    ), [ctx for _, ctx in per_rank]
+    )
 
 
-def _across_ranks(traces: TraceSet, notes: list[str]) -> list[Finding]:
+def _across_ranks(ranks: list[RankDiagnosis], alignment: str, notes: list[str]) -> list[Finding]:
     """The findings of the rules across ranks (trace sets of several ranks)."""
     found: list[Finding] = []
-    if len(traces) < 2:
+    if len(ranks) < 2:
         return found
-    for rule in RULES:
-        if rule.find_ranks is None:
+    rules = [rule for rule in RULES if rule.find_ranks is not None]
+    errors = [r.part_error for r in ranks if r.part_error is not None]
+    report = None
+    if not errors:
+        try:
+            report = analyze_parts([r.part for r in ranks if r.part is not None], alignment)
+        except AiprofError as error:
+            errors.append(str(error))
+    for rule in rules:
+        if report is None or rule.find_ranks is None:
+            notes.append(f"{rule.category} analysis skipped: {errors[0]}")
             continue
         try:
             found.extend(replace(f, estimated_gain_pct=min(100.0, max(0.0, f.estimated_gain_pct)))
-                         for f in rule.find_ranks(traces))
+                         for f in rule.find_ranks(report))
         except AiprofError as error:
             notes.append(f"{rule.category} analysis skipped: {error}")
     return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -10,12 +11,22 @@ import numpy as np
 from aiprof.analysis.idle import IdleResult
 from aiprof.analysis.occupancy import OccupancyResult
 from aiprof.analysis.summary import RankSummary, summarize_trace
+from aiprof.analysis.timeline_steps import StepTimeline, merge_timelines, step_timeline
 from aiprof.diagnose.context import Context, DiagnoseOptions
-from aiprof.diagnose.engine import diagnose_ranks
+from aiprof.diagnose.engine import (
+    RankDiagnosis,
+    assemble,
+    diagnose_ranks,
+    diagnose_trace,
+    shifted_parts,
+    stream_rank,
+)
 from aiprof.diagnose.finding import Diagnosis
 from aiprof.errors import AiprofError
 from aiprof.tensor.trace_roofline import TraceRoofline, trace_roofline
 from aiprof.trace import Trace, TraceSet
+from aiprof.trace.stream import TraceStream, shifted_table
+from aiprof.trace.tables import StepTable
 
 MAX_TIMELINE_OPS = 5000
 """Ops drawn in the timeline (the longest are kept when a step has more)."""
@@ -68,6 +79,38 @@ def report_data(
     else:
         contexts = [Context(trace, options or DiagnoseOptions()) for trace in traces]
     return ReportData(title, diagnosis, [_rank_view(ctx.trace, ctx) for ctx in contexts])
+
+
+@dataclass(frozen=True)
+class RankReportPart:
+    """What the report needs of one rank of a ``TraceStream``, computed in its worker."""
+
+    diagnosis: RankDiagnosis
+    view: RankView
+    timeline: StepTimeline
+    steps: StepTable
+
+
+def report_stream(
+    stream: TraceStream, title: str, options: DiagnoseOptions | None = None
+) -> tuple[ReportData, StepTimeline, tuple[float, ...]]:
+    """``report_data`` of a ``TraceStream`` (each rank diagnosed and viewed in its worker),
+    every rank's steps on one timeline (``merged_timeline``) and the ranks' clock shifts."""
+    options = options or DiagnoseOptions()
+    mapped = stream.map(partial(report_rank, options=options, part=len(stream) > 1))
+    parts = list(mapped.results)
+    ranks = shifted_parts([p.diagnosis for p in parts], mapped.shifts_us)
+    diagnosis = assemble(ranks, options, mapped.alignment)
+    timeline = merge_timelines([(p.diagnosis.rank, p.timeline, shifted_table(p.steps, shift))
+                                for p, shift in zip(parts, mapped.shifts_us, strict=True)])
+    return ReportData(title, diagnosis, [p.view for p in parts]), timeline, mapped.shifts_us
+
+
+def report_rank(trace: Trace, options: DiagnoseOptions, part: bool) -> RankReportPart:
+    """A worker's share of ``report_stream``: one rank's diagnosis, view and timeline."""
+    found, ctx = diagnose_trace(trace, options)
+    return RankReportPart(stream_rank(trace, options, part, (found, ctx)),
+                          _rank_view(trace, ctx), step_timeline(trace), trace.steps)
 
 
 def _rank_view(trace: Trace, ctx: Context) -> RankView:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import msgspec
 
@@ -29,6 +30,7 @@ from aiprof.record.runrecord import CEILINGS_FILE, LATEST_LINK, META_FILE, rank_
 
 if TYPE_CHECKING:
     from aiprof.trace import Trace, TraceSet
+    from aiprof.trace.stream import RankClock, TraceStream
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = frozenset({META_FILE, CEILINGS_FILE})
@@ -120,17 +122,59 @@ def resolve_all(targets: PathLike | Sequence[PathLike]) -> list[Target]:
     return [resolve(item) for item in items]
 
 
+@overload
 def load_traces(
     targets: PathLike | Sequence[PathLike],
     *,
     step_annotation: str | None = None,
     workers: int | None = None,
-) -> TraceSet:
+    stream: Literal[False] = False,
+    ray: None = None,
+) -> TraceSet: ...
+
+
+@overload
+def load_traces(
+    targets: PathLike | Sequence[PathLike],
+    *,
+    step_annotation: str | None = None,
+    workers: int | None = None,
+    stream: bool = False,
+    ray: str,
+) -> TraceStream: ...
+
+
+@overload
+def load_traces(
+    targets: PathLike | Sequence[PathLike],
+    *,
+    step_annotation: str | None = None,
+    workers: int | None = None,
+    stream: Literal[True],
+    ray: str | None = None,
+) -> TraceStream: ...
+
+
+def load_traces(
+    targets: PathLike | Sequence[PathLike],
+    *,
+    step_annotation: str | None = None,
+    workers: int | None = None,
+    stream: bool = False,
+    ray: str | None = None,
+) -> TraceSet | TraceStream:
     """Read every trace the targets name, clocks on a common zero (see ``trace.read_traces``).
 
     A directory must hold one job: two traces of the same rank, or of different world sizes,
     are two runs, and reading them as one job would be wrong, so that is refused.
+
+    ``stream=True`` reads nothing here: it returns a ``TraceStream`` whose ranks are read and
+    analysed one by one in worker processes when ``summary``, ``diagnose`` or
+    ``analyze_distributed`` is given it; ``ray`` (a Ray cluster's address, "auto", or "" for
+    ``ray.init()``'s default) does the same on Ray (``stream_traces``).
     """
+    if stream or ray is not None:
+        return stream_traces(targets, step_annotation=step_annotation, workers=workers, ray=ray)
     from aiprof.trace.reader import read_traces
 
     resolved = resolve_all(targets)
@@ -141,6 +185,33 @@ def load_traces(
             names = {str(f) for f in target.files}
             check_one_job(target.given, [t for t in traces if t.path in names])
     return traces
+
+
+def stream_traces(
+    targets: PathLike | Sequence[PathLike],
+    *,
+    step_annotation: str | None = None,
+    workers: int | None = None,
+    memory_budget_bytes: int | None = None,
+    ray: str | None = None,
+) -> TraceStream:
+    """The traces the targets name as a ``TraceStream``: read and analysed rank by rank in
+    worker processes (or Ray tasks, ``ray``: a cluster address, "auto" or "local"), never
+    all in this process; see ``aiprof.trace.stream``."""
+    from aiprof.trace.stream import TraceStream
+
+    resolved = resolve_all(targets)
+    files = tuple(f for t in resolved for f in t.files)
+    jobs = tuple((t.given, frozenset(str(f) for f in t.files)) for t in resolved
+                 if len(t.files) > 1)
+    return TraceStream(files, step_annotation=step_annotation, workers=workers,
+                       memory_budget_bytes=memory_budget_bytes, ray=ray,
+                       check=partial(_check_jobs, jobs) if jobs else None)
+
+
+def _check_jobs(jobs: tuple[tuple[str, frozenset[str]], ...], clocks: Sequence[Any]) -> None:
+    for given, names in jobs:
+        check_one_job(given, [c for c in clocks if c.path in names])
 
 
 def load_rank(
@@ -159,9 +230,10 @@ def load_rank(
                      "pick one with --rank")
 
 
-def check_one_job(where: str, traces: Sequence[Trace]) -> None:
-    """Refuse traces of one directory that cannot be ranks of one job."""
-    seen: dict[int, Trace] = {}
+def check_one_job(where: str, traces: Sequence[Trace] | Sequence[RankClock]) -> None:
+    """Refuse traces of one directory that cannot be ranks of one job (``Trace`` or, for a
+    ``TraceStream``, the ranks' ``RankClock``)."""
+    seen: dict[int, Trace | RankClock] = {}
     for trace in traces:
         if trace.rank in seen:
             raise InputError(
@@ -169,12 +241,16 @@ def check_one_job(where: str, traces: Sequence[Trace]) -> None:
                 f"both rank {trace.rank}, so they are separate runs, not one job; pass one file "
                 "at a time (or a directory holding the ranks of one job)")
         seen[trace.rank] = trace
-    sizes = {
-        Path(t.path).name: t.distributed.world_size
-        for t in traces
-        if t.distributed is not None and t.distributed.world_size
-    }
+    sizes = {Path(t.path).name: size for t in traces if (size := _world_size(t))}
     if len(set(sizes.values())) > 1:
         shown = ", ".join(f"{name} is one of {size} ranks" for name, size in sizes.items())
         raise InputError(f"{where}: these traces are not one job ({shown}); pass one file at a "
                          "time (or a directory holding the ranks of one job)")
+
+
+def _world_size(trace: Trace | RankClock) -> int | None:
+    from aiprof.trace.stream import RankClock
+
+    if isinstance(trace, RankClock):
+        return trace.world_size
+    return trace.distributed.world_size if trace.distributed is not None else None

@@ -333,14 +333,21 @@ def _parts_for(file: Path) -> int:
 def align(traces: Iterable[Trace]) -> TraceSet:
     """Put traces on a common zero; see ``load_traces``."""
     ordered = sorted(traces, key=lambda t: (t.rank, t.path))
-    bases = [t.base_time_ns for t in ordered]
-    if len(ordered) > 1 and all(b is not None for b in bases):
-        starts = [b / 1000.0 + t.origin_us for b, t in zip(bases, ordered, strict=True)]  # type: ignore[operator]
+    shifts, how = clock_shifts([(t.base_time_ns, t.origin_us) for t in ordered])
+    return TraceSet(tuple(t.shifted(s) for t, s in zip(ordered, shifts, strict=True)), how)
+
+
+def clock_shifts(clocks: Sequence[tuple[int | None, float]]) -> tuple[list[float], str]:
+    """Per rank (``baseTimeNanoseconds``, ``origin_us``) in rank order: what ``Trace.shifted``
+    adds to put each on the common zero, and how that zero was found."""
+    bases = [b for b, _ in clocks]
+    if len(clocks) > 1 and all(b is not None for b in bases):
+        starts = [b / 1000.0 + origin for b, origin in clocks]  # type: ignore[operator]
         how = "baseTimeNanoseconds (wall clock)"
     else:
-        starts = [t.origin_us for t in ordered]
+        starts = [origin for _, origin in clocks]
         how = (
-            "the traces' own clocks, earliest event as zero" if len(ordered) > 1 else "single trace"
+            "the traces' own clocks, earliest event as zero" if len(clocks) > 1 else "single trace"
         )
     zero = min(starts, default=0.0)
-    return TraceSet(tuple(t.shifted(s - zero) for t, s in zip(ordered, starts, strict=True)), how)
+    return [s - zero for s in starts], how
