@@ -41,6 +41,27 @@ def load_traces(args: argparse.Namespace, targets: Any, **options: Any) -> Any:
         return load(targets, **options)
 
 
+def add_ray_argument(parser: argparse.ArgumentParser) -> None:
+    """``--ray [ADDRESS]``: the ranks read and analysed as tasks of a Ray cluster."""
+    parser.add_argument(
+        "--ray", nargs="?", const="", metavar="ADDRESS",
+        help="read and analyse each rank as a Ray task: ADDRESS is the cluster's (host:port, "
+             "ray://host:10001, auto); none: $RAY_ADDRESS, else a Ray started here. The trace "
+             "paths must be the same on every node. Needs pip install 'aiprof[ray]'")
+
+
+def load_ranks(args: argparse.Namespace, targets: Any, **options: Any) -> Any:
+    """What a command that analyses every rank reads: a ``TraceStream`` (each rank read and
+    analysed in a worker process, or a Ray task with ``--ray``) when the targets hold several
+    traces or ``--ray`` is given, else the one trace as a ``TraceSet``."""
+    from aiprof.record.targets import resolve_all, stream_traces
+
+    ray = getattr(args, "ray", None)
+    if ray is None and sum(len(t.files) for t in resolve_all(targets)) < 2:
+        return load_traces(args, targets, **options)
+    return stream_traces(targets, ray=ray, **options)
+
+
 def load_rank(args: argparse.Namespace, target: Any, rank: int | None) -> Any:
     """``aiprof.record.targets.load_rank`` with a progress line."""
     from aiprof.record.targets import load_rank as load

@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import TARGET_HELP, add_quiet_argument, busy, load_traces
+from aiprof.cli._targets import (
+    TARGET_HELP,
+    add_quiet_argument,
+    add_ray_argument,
+    busy,
+    load_ranks,
+)
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US
 from aiprof.errors import InputError
 
@@ -42,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_ceilings_argument(parser)
     add_profiler_arguments(parser)
     add_try_arguments(parser)
+    add_ray_argument(parser)
     add_quiet_argument(parser)
 
 
@@ -82,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         from aiprof.cli._diagnose_try import run_with_try
 
         return run_with_try(args, options)
-    traces = load_traces(args, args.target)
+    traces = load_ranks(args, args.target)
     with busy(args, "diagnosing"):
         result = diagnose(traces, options)
     if args.json:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_target_argument, load_traces
+from aiprof.cli._targets import add_ray_argument, add_target_argument, load_ranks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_argument(parser, "traces", many=True)
+    add_ray_argument(parser)
     parser.add_argument("--step-annotation", help="annotation name that marks a step")
     parser.add_argument(
         "--straggler-wait-pct",
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.distributed.analysis import DistributedOptions, analyze_distributed
     from aiprof.jsontext import dumps
 
-    traces = load_traces(args, args.traces, step_annotation=args.step_annotation)
+    traces = load_ranks(args, args.traces, step_annotation=args.step_annotation)
     options = DistributedOptions(
         straggler_wait_pct=args.straggler_wait_pct,
         compute_tolerance_pct=args.compute_tolerance_pct,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from aiprof.cli._command import Command
-from aiprof.cli._targets import add_target_argument, busy, load_traces
+from aiprof.cli._targets import add_ray_argument, add_target_argument, busy, load_ranks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_argument(parser, "targets", many=True)
+    add_ray_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the aiprof.summary/1 JSON")
     parser.add_argument(
         "--step-annotation",
@@ -25,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.report.summary_terminal import render_summaries
     from aiprof.report.terminal import console
 
-    traces = load_traces(args, args.targets, step_annotation=args.step_annotation)
-    with busy(args, "summarizing"):
+    traces = load_ranks(args, args.targets, step_annotation=args.step_annotation)
+    with busy(args, "reading and summarizing"):
         summaries = summary(traces)
     if args.json:
         print(dumps(summary_document(summaries)))
