@@ -29,12 +29,35 @@ class TraceOp:
     num_kernels: int
 
 
+@dataclass(frozen=True)
+class LaunchingCalls:
+    """``launching_ops`` as columns: one row per op, its call an index into ``calls``."""
+
+    rows: np.ndarray
+    """Rows in ``trace.cpu_ops``, in trace order."""
+    call_index: np.ndarray
+    device_us: np.ndarray
+    num_kernels: np.ndarray
+    calls: list[OpCall]
+    """The distinct calls (name, dims, types, strides, concrete inputs), each decoded once."""
+
+
 def launching_ops(trace: Any) -> list[TraceOp]:
     """Every CPU op that launched device work, in trace order, with that work's device time.
 
     Kernels, memsets and device-to-device copies count; host<->device copies do not (their roof
     is the host link, not the GPU's memory: the copies analysis looks at them).
     """
+    found = launching_calls(trace)
+    return [
+        TraceOp(r, found.calls[c], us, n)
+        for r, c, us, n in zip(found.rows.tolist(), found.call_index.tolist(),
+                               found.device_us.tolist(), found.num_kernels.tolist(), strict=True)
+    ]
+
+
+def launching_calls(trace: Any) -> LaunchingCalls:
+    """``launching_ops`` without one object per op (a trace holds millions of them)."""
     rows, durations = [], []
     for table, keep in ((trace.kernels, None), (trace.memset, None), (trace.memcpy, "DtoD")):
         mask = table.op_row >= 0
@@ -44,31 +67,38 @@ def launching_ops(trace: Any) -> list[TraceOp]:
         durations.append(table.dur_us[mask])
     row_ids, dur = np.concatenate(rows), np.concatenate(durations)
     if len(row_ids) == 0:
-        return []
+        empty = np.zeros(0, np.int64)
+        return LaunchingCalls(empty, empty, np.zeros(0), empty, [])
     size = int(row_ids.max()) + 1
     device_us = np.bincount(row_ids, weights=dur, minlength=size)
     counts = np.bincount(row_ids, minlength=size)
     ops = trace.cpu_ops
     order = np.nonzero(counts)[0]
     order = order[np.argsort(ops.ts_us[order], kind="stable")]
-    calls = _calls_by_signature(trace, order)
-    return [
-        TraceOp(int(r), call, float(device_us[r]), int(counts[r]))
-        for r, call in zip(order.tolist(), calls, strict=True)
-    ]
+    index, calls = _calls_by_signature(trace, order)
+    return LaunchingCalls(order, index, device_us[order], counts[order], calls)
 
 
-def _calls_by_signature(trace: Any, rows: np.ndarray) -> list[OpCall]:
+def _calls_by_signature(trace: Any, rows: np.ndarray) -> tuple[np.ndarray, list[OpCall]]:
     """``call_from_row`` of each row, decoded once per distinct (name, dims, types, strides,
     concrete inputs): a training loop repeats the same calls every step, so a trace of 100k ops
-    has a few hundred signatures. Rows of one signature share one ``OpCall`` object."""
+    has a few hundred signatures. Returns each row's index into the distinct calls (ordered by
+    signature) and those calls."""
     ops = trace.cpu_ops
-    columns = (ops.name_id, ops.input_dims_id, ops.input_types_id, ops.input_strides_id,
-               ops.concrete_inputs_id)
-    signature = np.stack([np.asarray(c)[rows] for c in columns], axis=1)
-    _, first, inverse = np.unique(signature, axis=0, return_index=True, return_inverse=True)
-    decoded = [call_from_row(trace, int(rows[i])) for i in first]
-    return [decoded[i] for i in np.asarray(inverse).reshape(-1).tolist()]
+    columns = [np.asarray(c)[rows] for c in (ops.name_id, ops.input_dims_id,
+                                             ops.input_types_id, ops.input_strides_id,
+                                             ops.concrete_inputs_id)]
+    order = np.lexsort(columns[::-1])  # by name first, then dims, ...; stable
+    ordered = [c[order] for c in columns]
+    same = np.ones(len(rows), dtype=bool)  # the same signature as the row before it
+    for column in ordered:
+        same[1:] &= column[1:] == column[:-1]
+    same[0] = False
+    new = ~same
+    first = order[new]  # each signature's first row (the sort is stable)
+    inverse = np.empty(len(rows), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return inverse, [call_from_row(trace, int(rows[i])) for i in first]
 
 
 def call_from_row(trace: Any, row: int) -> OpCall:

@@ -17,7 +17,7 @@ from aiprof.tensor.costmodel import op_cost
 from aiprof.tensor.opcall import OpCall
 from aiprof.tensor.opcost import OpCost
 from aiprof.tensor.roofline import RooflinePoint, place
-from aiprof.tensor.trace_ops import launching_ops
+from aiprof.tensor.trace_ops import launching_calls
 
 COMMUNICATION_PREFIXES = ("record_param_comms", "c10d::", "nccl:")
 
@@ -69,20 +69,23 @@ def trace_roofline(
     groups: dict[tuple[str, str, str], list[tuple[OpCost, float]]] = defaultdict(list)
     uncosted_us = comm_us = total_us = 0.0
     num_ops = num_missing = 0
-    costed: dict[int, tuple[OpCost, tuple[str, str, str]]] = {}  # by id of the shared OpCall
-    for op in launching_ops(trace):
-        if op.call.name.startswith(COMMUNICATION_PREFIXES):
-            comm_us += op.device_us
+    found = launching_calls(trace)
+    # each distinct call costed once; None for collectives
+    costed = [None if call.name.startswith(COMMUNICATION_PREFIXES) else _cost_and_key(call)
+              for call in found.calls]
+    for index, device_us in zip(found.call_index.tolist(), found.device_us.tolist(),
+                                strict=True):
+        known = costed[index]
+        if known is None:
+            comm_us += device_us
             continue
         num_ops += 1
-        total_us += op.device_us
-        if id(op.call) not in costed:
-            costed[id(op.call)] = _cost_and_key(op.call)
-        cost, key = costed[id(op.call)]
+        total_us += device_us
+        cost, key = known
         if not cost.has_model:
             num_missing += 1
-            uncosted_us += op.device_us
-        groups[key].append((cost, op.device_us))
+            uncosted_us += device_us
+        groups[key].append((cost, device_us))
     rows = [_row(key, items, ceilings, allow_tf32) for key, items in groups.items()]
     rows.sort(key=lambda r: (-(r.point.time_lost_us or 0.0), r.op, r.shapes))
     return TraceRoofline(
