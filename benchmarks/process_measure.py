@@ -9,16 +9,27 @@ import subprocess
 import time
 from pathlib import Path
 
-# Each child prints one JSON line: {"seconds": float, "rss_mib": float, "child_rss_mib": float}
+# Each child prints one JSON line: {"seconds": float, "cpu_s": float, "rss_mib": float,
+# "child_rss_mib": float}. cpu_s is the CPU time of the program and of the workers it waited for,
+# from ``start()`` on (imports excluded when the program calls it): other jobs on a shared
+# machine stretch the wall time, not that.
 CHILD_PRELUDE = """
 import json, resource, sys, time
+_WHO = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+def _cpu():
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, _WHO))
+_CPU0 = [0.0]
+def start():
+    _CPU0[0] = _cpu()
+    return time.perf_counter()
 def report(t0):
     elapsed = time.perf_counter() - t0
     # VmHWM: this program's peak RSS (ru_maxrss would include what the parent had at fork)
     status = open("/proc/self/status").read()
     me = int(status.split("VmHWM:")[1].split()[0]) / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"seconds": elapsed, "rss_mib": me, "child_rss_mib": kids}))
+    print(json.dumps({"seconds": elapsed, "cpu_s": _cpu() - _CPU0[0], "rss_mib": me,
+                      "child_rss_mib": kids}))
 """
 
 

@@ -39,7 +39,7 @@ RUN_COMMAND = (
 import contextlib, io, os
 from aiprof.cli.main import main
 argv = sys.argv[1].split("\\x1f")
-t0 = time.perf_counter()
+t0 = start()
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(argv)
 assert code == 0, f"aiprof {argv[0]} exited {code}"
@@ -66,7 +66,7 @@ class Document(msgspec.Struct):
 decoder = msgspec.json.Decoder(Document)
 target = Path(sys.argv[1])
 files = sorted(target.iterdir()) if target.is_dir() else [target]
-t0 = time.perf_counter()
+t0 = start()
 for path in files:
     document = decoder.decode(path.read_bytes())
     del document
@@ -178,38 +178,42 @@ def run_point(target: Path, raw_mb: float, commands: list[str], out_dir: Path) -
     row: dict = {"raw_mb": raw_mb, "commands": {}}
     floor = measure(sys.executable, FLOOR, target)
     row["floor_s"] = floor["seconds"]
+    row["floor_cpu_s"] = floor["cpu_s"]
     row["floor_pss_mib"] = peak_tree_pss_mib(sys.executable, FLOOR, target)
     for command in commands:
         joined = "\x1f".join(argv_for(command, target, out_dir))
         timed = measure(sys.executable, RUN_COMMAND, Path(joined))
         pss = peak_tree_pss_mib(sys.executable, RUN_COMMAND, Path(joined))
-        row["commands"][command] = {"seconds": timed["seconds"], "pss_mib": pss}
+        row["commands"][command] = {"seconds": timed["seconds"], "cpu_s": timed["cpu_s"],
+                                    "pss_mib": pss}
     return row
 
 
 def _print_rows(label: str, key: str, rows: list[dict], commands: list[str]) -> None:
-    print(f"\n{label}")
-    print(f"{key:>10} {'floor s':>8} " + " ".join(f"{c + ' s':>14} {'PSS MiB':>8}"
-                                                  for c in commands))
+    print(f"\n{label}: wall s / CPU s (all processes) / peak PSS MiB")
+    print(f"{key:>8} {'floor':>11} " + " ".join(f"{c:>20}" for c in commands))
     for row in rows:
         cells = " ".join(
-            f"{row['commands'][c]['seconds']:>14.2f} {row['commands'][c]['pss_mib']:>8.0f}"
+            f"{_cell(row['commands'][c]['seconds'], row['commands'][c]['cpu_s']):>14}"
+            f" {row['commands'][c]['pss_mib']:>5.0f}"
             for c in commands
         )
-        print(f"{row[key]:>10.0f} {row['floor_s']:>8.2f} {cells}")
+        print(f"{row[key]:>8.0f} {_cell(row['floor_s'], row['floor_cpu_s']):>11} {cells}")
     if len(rows) > 1:
         xs = [row[key] for row in rows]
-        fits = ", ".join(
-            f"{c} {growth_exponent(xs, [r['commands'][c]['seconds'] for r in rows]):.2f}"
-            for c in commands
-        )
-        floor = growth_exponent(xs, [r["floor_s"] for r in rows])
-        print(f"growth exponent of time over {key}: {fits}; floor {floor:.2f}")
-        memory = ", ".join(
-            f"{c} {growth_exponent(xs, [r['commands'][c]['pss_mib'] for r in rows]):.2f}"
-            for c in commands
-        )
-        print(f"growth exponent of peak PSS over {key}: {memory}")
+        for what, field in (("wall time", "seconds"), ("CPU time", "cpu_s"),
+                            ("peak PSS", "pss_mib")):
+            fits = ", ".join(
+                f"{c} {growth_exponent(xs, [r['commands'][c][field] for r in rows]):.2f}"
+                for c in commands
+            )
+            floor = {"seconds": "floor_s", "cpu_s": "floor_cpu_s"}.get(field)
+            tail = f"; floor {growth_exponent(xs, [r[floor] for r in rows]):.2f}" if floor else ""
+            print(f"growth exponent of {what} over {key}: {fits}{tail}")
+
+
+def _cell(wall_s: float, cpu_s: float) -> str:
+    return f"{wall_s:.2f}/{cpu_s:.2f}"
 
 
 def main() -> int:
