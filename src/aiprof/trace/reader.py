@@ -22,6 +22,7 @@ from aiprof.trace import links, parcel, precise, split, validate
 from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
+from aiprof.trace.heap import release_freed
 from aiprof.trace.model import Trace, TraceSet
 from aiprof.trace.steps import find_steps
 from aiprof.trace.tables import (
@@ -178,8 +179,14 @@ TABLE_TYPES: dict[str, type[Table]] = {
 
 
 def _concat_tables(chunks: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, Any]:
-    """One table per kind; each kind's chunks are released as soon as it is concatenated."""
-    return {name: kind.concat(chunks.pop(name, [])) for name, kind in TABLE_TYPES.items()}
+    """One table per kind; each kind's chunks are released as soon as it is concatenated, and
+    their memory given back (``heap.release_freed``), so the peak holds one kind twice, not
+    every kind."""
+    tables = {}
+    for name, kind in TABLE_TYPES.items():
+        tables[name] = kind.concat(chunks.pop(name, []))
+        release_freed()
+    return tables
 
 
 def _first_timestamp(tables: Iterable[Any]) -> float:
