@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 
 from aiprof.errors import InputError
 from aiprof.forked import map_forked, usable_cores
-from aiprof.trace import split
+from aiprof.trace import parcel, split
 from aiprof.trace.model import Trace
 from aiprof.trace.reader import clock_shifts, load_trace
 from aiprof.trace.tables import Table
@@ -111,6 +111,7 @@ class TraceStream:
         return _ordered(pairs)
 
     def _map_local(self, work: Callable[[Trace], R]) -> list[tuple[RankClock, R]]:
+        parcel.remove_stale()  # every reader clears what killed readers left (parcel.py)
         count = self.worker_count()
         one = partial(read_and_work, work=work, step_annotation=self.step_annotation,
                       parts=1 if count > 1 else None)
