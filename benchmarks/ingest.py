@@ -1,4 +1,5 @@
-"""Ingest benchmark: aiprof load + summary vs HTA load + temporal breakdown vs bare orjson.
+"""Ingest benchmark: aiprof load + summary vs HTA load + temporal breakdown vs bare orjson and
+a bare typed msgspec decode (the floor: ``process_measure.FLOOR_DECODER``).
 
 Each measurement runs in its own Python process (imports excluded from the timed region);
 the tools are interleaved (A B C A B C ...) and medians reported with ratios against aiprof
@@ -21,7 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from process_measure import CHILD_PRELUDE, cores, make_rank_set, measure, peak_tree_pss_mib
+from process_measure import (
+    CHILD_PRELUDE,
+    FLOOR_DECODER,
+    cores,
+    make_rank_set,
+    measure,
+    peak_tree_pss_mib,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLIC = REPO.parent / "shared" / "traces" / "public"
@@ -76,6 +84,26 @@ report(t0)
 )
 
 
+MSGSPEC = (
+    CHILD_PRELUDE
+    + FLOOR_DECODER
+    + """
+from pathlib import Path
+from isal import igzip
+target = Path(sys.argv[1])
+files = sorted(p for p in target.iterdir() if p.name.endswith((".json", ".json.gz")))
+t0 = time.perf_counter()
+for path in files:
+    data = path.read_bytes()
+    if data[:2] == b"\\x1f\\x8b":
+        data = igzip.decompress(data)
+    document = decoder.decode(data)
+    del document
+report(t0)
+"""
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
@@ -84,7 +112,8 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=8)
     args = parser.parse_args()
 
-    tools = {"aiprof": (sys.executable, AIPROF), "orjson": (sys.executable, ORJSON)}
+    tools = {"aiprof": (sys.executable, AIPROF), "orjson": (sys.executable, ORJSON),
+             "msgspec": (sys.executable, MSGSPEC)}
     if args.hta_python:
         tools["hta"] = (args.hta_python, HTA)
     with tempfile.TemporaryDirectory(prefix="aiprof-ingest-") as tmp:
@@ -142,8 +171,8 @@ def _print_table(label: str, results: dict[str, list[dict[str, float]]]) -> None
         spread = f"{min(pairs):.1f}-{max(pairs):.1f}"
         print(
             f"{name:<8} {statistics.median(seconds):>9.3f} {min(seconds):>8.3f} "
-            f"{max(seconds):>8.3f} {statistics.median(seconds) / base:>9.1f} "
-            f"{statistics.median(pairs):>8.1f} {spread:>14} {rss:>13.0f} {kids:>13.0f}"
+            f"{max(seconds):>8.3f} {statistics.median(seconds) / base:>9.2f} "
+            f"{statistics.median(pairs):>8.2f} {spread:>14} {rss:>13.0f} {kids:>13.0f}"
         )
     print(f"(aiprof peak RSS {base_rss:.0f} MiB)")
 

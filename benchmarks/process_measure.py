@@ -33,6 +33,25 @@ def report(t0):
 """
 
 
+FLOOR_DECODER = """
+import msgspec
+class Event(msgspec.Struct, omit_defaults=True):
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    ts: float = 0.0
+    dur: float = 0.0
+    pid: int | str = 0
+    tid: int | str = 0
+    args: msgspec.Raw = msgspec.Raw(b"null")  # msgspec.Raw | None would accept only null
+class Document(msgspec.Struct):
+    traceEvents: list[Event]
+decoder = msgspec.json.Decoder(Document)
+"""
+"""The floor of reading a trace: a bare typed msgspec decode of the fields every event has (its
+``args`` kept as raw bytes), nothing built from it. Defines ``decoder``."""
+
+
 def measure(python: str, code: str, target: Path) -> dict[str, float]:
     command = [python, "-c", code, str(target)]
     done = subprocess.run(command, capture_output=True, text=True)

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from process_measure import CHILD_PRELUDE, cores, measure, peak_tree_pss_mib
+from process_measure import CHILD_PRELUDE, FLOOR_DECODER, cores, measure, peak_tree_pss_mib
 
 COMMANDS = ("summary", "diagnose", "report", "distributed")
 RANK_MB = 54.0
@@ -49,21 +49,9 @@ report(t0)
 
 FLOOR = (
     CHILD_PRELUDE
+    + FLOOR_DECODER
     + """
-import msgspec
 from pathlib import Path
-class Event(msgspec.Struct, omit_defaults=True):
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    ts: float = 0.0
-    dur: float = 0.0
-    pid: int | str = 0
-    tid: int | str = 0
-    args: msgspec.Raw = msgspec.Raw(b"null")  # msgspec.Raw | None decodes only null
-class Document(msgspec.Struct):
-    traceEvents: list[Event]
-decoder = msgspec.json.Decoder(Document)
 target = Path(sys.argv[1])
 files = sorted(target.iterdir()) if target.is_dir() else [target]
 t0 = start()
