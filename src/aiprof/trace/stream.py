@@ -32,9 +32,9 @@ T = TypeVar("T", bound=Table)
 
 PEAK_PER_JSON_BYTE = 2.0
 """A worker's peak memory per byte of its rank's JSON while reading and analysing it, above the
-interpreter: measured 1.0-1.3 (summary, diagnose, report of one 54 MB synthetic rank:
-109-136 MiB PSS against a 60 MiB bare interpreter with numpy; 2-core VM, 2026-12-01), rounded
-up so that the budget holds on traces with more, smaller events."""
+interpreter: measured 0.8-1.6 (benchmarks/scale.py, 2-core VM, 2026-12-01: one 54 MB synthetic
+rank 105-141 MiB PSS against a 60 MiB bare interpreter; 2.5 GB, 2,485 MiB for summary and
+3,929 MiB for diagnose and report), rounded up for traces with more, smaller events."""
 WORKER_BASE_BYTES = 80 << 20
 """A worker's memory before it reads anything (a forked interpreter with numpy and aiprof's
 analyses loaded, measured about 60 MiB PSS; 2-core VM, 2026-12-01), rounded up."""
