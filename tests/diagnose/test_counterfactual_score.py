@@ -167,7 +167,7 @@ needs_counterfactual = pytest.mark.skipif(
 
 @needs_counterfactual
 @pytest.mark.xfail(strict=True, reason=(
-    "part 1 only (13 of 26 workloads, H200, 2026-12-01): top-1 6/9, gain within ±30% 9/21, "
+    "parts 1 and 2 (26 workloads, H200, 2026-12-01): top-1 15/21, gain within ±30% 16/41, "
     "3 false positives (misaligned_shapes on gpt2_vocab and gpt2_host_tokenize, "
     "layout_conversion on efficientnet_b0); docs/diagnose.md lists every miss"))
 def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
