@@ -56,6 +56,8 @@ class TrialResult:
     stopped: str = ""
     wall_s: float = 0.0
     num_processes: int = 0
+    spawn: dict[str, Any] = field(default_factory=dict)
+    """How variants were started: forked from a server that preloaded modules, or exec."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.try/1`` JSON document."""
@@ -76,6 +78,7 @@ class TrialResult:
             "stopped": self.stopped,
             "wall_s": round(self.wall_s, 2),
             "num_processes": self.num_processes,
+            "spawn": self.spawn,
         }
 
 
@@ -104,7 +107,8 @@ def _compile_s(pairs: list[Any], warmup_steps: int) -> float:
     excesses = []
     for _, run in pairs:
         host = list(run.host_step_us)
-        warm, measured = host[:warmup_steps - 1], host[warmup_steps - 1:]
+        warm_steps = run.warmup_steps or warmup_steps
+        warm, measured = host[:warm_steps - 1], host[warm_steps - 1:]
         excesses.append(stats.excess_s(warm, measured))
     return float(statistics.median(excesses)) if excesses else 0.0
 
@@ -137,7 +141,8 @@ def fix_result(spec: VariantSpec, trial: TrialRuns, protocol: Protocol,
 def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: TrialRuns,
               protocol: Protocol, *, estimates: dict[str, float] | None = None,
               code_categories: list[str] | None = None,
-              rtol: float = DEFAULT_RTOL) -> TrialResult:
+              rtol: float = DEFAULT_RTOL,
+              spawn: dict[str, Any] | None = None) -> TrialResult:
     """The result table from the runs."""
     estimates = estimates or {}
     base = [r for r in trial.runs if r.label == BASE and r.status == "ok"]
@@ -155,4 +160,4 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         not_applied=tuple((c, CODE_CHANGES[c]) for c in dict.fromkeys(code_categories or [])
                           if c in CODE_CHANGES),
         interrupted=trial.interrupted, stopped=trial.stopped, wall_s=trial.wall_s,
-        num_processes=len(trial.runs))
+        num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}))
