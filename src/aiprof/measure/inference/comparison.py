@@ -166,6 +166,17 @@ def measure_alone(engine: ServingEngine, sizes: tuple[int, ...], *, warmup: int,
                         device_us=tuple(r[2] for r in rows), wall_us=tuple(r[3] for r in rows))
 
 
+def device_curve(curve: ServingCurve, engine: ServingEngine, max_batch: int) -> LatencyCurve:
+    """The device time of every batch size: with CUDA graphs a batch runs at its bucket's size
+    (a step function), else the measured sizes interpolated."""
+    measured = curve.device_curve()
+    if not engine.buckets:
+        return measured
+    sizes = tuple(range(1, max_batch + 1))
+    return LatencyCurve(batch_sizes=sizes,
+                        latency_us=tuple(measured(engine.bucket(size)) for size in sizes))
+
+
 def calibrate_overhead_us(engine: ServingEngine, curve: ServingCurve, policy: BatchPolicy,
                           num_requests: int, num_instances: int) -> float:
     """Lone requests' mean latency through the socket, minus the host and device time of one:
@@ -184,8 +195,8 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
 
     Past ``stop_at`` (``time.monotonic()``) the closed-loop points, the tuner's check and the
     overload run that did not start yet are skipped."""
-    sizes = tuple(sorted({*config.batch_sizes, config.max_batch}))
-    sizes = tuple(s for s in sizes if s <= engine.max_batch)
+    sizes = tuple(sorted({*config.batch_sizes, config.max_batch, *engine.buckets}))
+    sizes = tuple(s for s in sizes if s <= config.max_batch)
     if config.max_batch > engine.max_batch:
         raise InputError(f"max batch {config.max_batch} exceeds the engine's buffers "
                          f"({engine.max_batch})")
@@ -196,7 +207,7 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     overhead = calibrate_overhead_us(engine, curve, policy, config.calibration_requests, instances)
     sim = SimulationOptions(num_instances=instances, overhead_us=overhead,
                             host_curve=curve.host_curve(), shared_device=True)
-    device = curve.device_curve()
+    device = device_curve(curve, engine, config.max_batch)
     capacity = device.capacity_rps(config.max_batch)
     runner = _Runner(engine, config, device, sim, progress)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)

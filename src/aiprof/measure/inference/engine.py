@@ -148,6 +148,11 @@ class ServingEngine:
             self.capture_error = f"{type(error).__name__}: {error}"[:300]
             torch.cuda.synchronize(self.device)
 
+    @property
+    def buckets(self) -> tuple[int, ...]:
+        """The batch sizes of the captured graphs (empty when the forward runs eagerly)."""
+        return tuple(sorted(self._graphs))
+
     def bucket(self, size: int) -> int:
         """The batch size a batch of ``size`` runs at (its graph's; itself when eager)."""
         if not self._graphs:
