@@ -41,7 +41,7 @@ RUNS = (("resnet50", "float32"), ("resnet50", "bfloat16"), ("bert-base", "float3
         ("bert-base", "bfloat16"))
 SMOKE_RUNS = (("resnet50", "float32"), ("bert-base", "bfloat16"))
 FULL = BenchConfig(batch_sizes=(1, 2, 4, 8, 16, 32), max_batch=32, max_delay_us=2000.0,
-                   duration_s=2.0, closed_duration_s=0.6, min_requests=300, max_requests=40_000,
+                   duration_s=3.0, closed_duration_s=0.6, min_requests=300, max_requests=40_000,
                    tune_requests=1000, iters=20, calibration_requests=200)
 SMOKE = BenchConfig(batch_sizes=(1, 4), max_batch=4, max_delay_us=1000.0, concurrencies=(1, 4),
                     duration_s=0.1, closed_duration_s=0.1, min_requests=40, max_requests=600,
@@ -122,7 +122,7 @@ def acceptance(result: ServingComparison) -> dict[str, Any]:
 
 
 def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float,
-            log: Any) -> dict[str, Any]:
+            log: Any, instances: int = 2) -> dict[str, Any]:
     """Everything for one model in one precision."""
     config = SMOKE if smoke else FULL
     dtype = getattr(torch, dtype_name)
@@ -131,13 +131,15 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
     inputs = registered_inputs(make_input, SLOTS, dtype)
     forward = measure_curve(model, lambda b: inputs[:b], config.batch_sizes, device=device,
                             warmup=config.warmup, iters=config.iters)
-    engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch)
+    engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
+                           num_buffers=instances)
     retried = ""
     if engine.capture_error and name == "bert-base" and not smoke:
         retried = engine.capture_error  # SDPA not capturable here: eager attention is
         del engine
         model = build(name, smoke, "eager")[0].to(dtype)
-        engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch)
+        engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
+                               num_buffers=instances)
     log(f"{name} {dtype_name}: {engine.execution} {engine.capture_error}")
     result = run_comparison(engine, config, lambda line: log(f"  {line[:240]}"), stop_at)
     accept = acceptance(result)
@@ -181,6 +183,8 @@ def main() -> int:
                         help="no model starts past this many seconds; a started one stops its "
                              "remaining closed-loop, tuner and overload parts")
     parser.add_argument("--out", default=os.environ.get("OUT"), help="default: $OUT")
+    parser.add_argument("--instances", type=int, default=2,
+                        help="model instances (buffer sets) on the one CUDA stream")
     args = parser.parse_args()
     if not args.out:
         print("serving_bench: set $OUT or give --out", file=sys.stderr)
@@ -198,7 +202,8 @@ def main() -> int:
         log_file.flush()
 
     doc: dict[str, Any] = {"schema": "aiprof.serving_bench/1", "smoke": args.smoke,
-                           "machine": machine(device), "budget_s": args.budget_s, "runs": [],
+                           "machine": machine(device), "budget_s": args.budget_s,
+                           "instances": args.instances, "runs": [],
                            "status": {}}
     stop_at = begin + args.budget_s
     for name, dtype_name in SMOKE_RUNS if args.smoke else RUNS:
@@ -208,7 +213,8 @@ def main() -> int:
             continue
         started = time.monotonic()
         try:
-            doc["runs"].append(one_run(name, dtype_name, args.smoke, device, stop_at, log))
+            doc["runs"].append(one_run(name, dtype_name, args.smoke, device, stop_at, log,
+                                       args.instances))
             doc["status"][key] = {"ok": True, "seconds": time.monotonic() - started}
         except Exception as error:  # one model failing must not lose the others
             doc["status"][key] = {"ok": False, "error": f"{type(error).__name__}: {error}",
