@@ -6,7 +6,8 @@ download; BERT at 128 tokens), each in FP32 and BF16: the serving curve alone (a
 host, copies + forward on the device, CUDA graphs per batch-size bucket), capacity, the real
 batcher open-loop at 40% and 80% of capacity and closed-loop at 1-64 clients with the simulator
 beside each, the batches' costs under load, the SLO tuner's policy checked by a real run, a 10x
-overload, and the bare eager forward curve for reference. One JSON under $OUT/serving/ (and a log);
+overload, the bare eager forward curve for reference, and the serving process's CPU per request at
+5,000 req/s with a model that costs nothing. One JSON under $OUT/serving/ (and a log);
 every model and precision catches its own errors, and no new one starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
@@ -158,6 +159,27 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
     return plain(out)
 
 
+def _zero_cost(batch: list[Any]) -> list[int]:
+    return [rid for rid, _slot in batch]
+
+
+def serving_overhead(smoke: bool) -> dict[str, Any]:
+    """The serving process's CPU per request at 5,000 req/s with a model that costs nothing
+    (benchmarks/serving_overhead.py's measurement, on this machine's host CPU)."""
+    from aiprof.inference.arrivals import poisson_arrivals
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.serving import OpenLoad, serve
+
+    count = 1000 if smoke else 10_000
+    arrivals = poisson_arrivals(5000.0, count, seed=0)
+    run = serve(_zero_cost, BatchPolicy(max_batch_size=32),
+                OpenLoad(arrivals_us=tuple(arrivals.tolist())), num_slots=1)
+    return {"rate_rps": 5000.0, "num_requests": count,
+            "server_cpu_us_per_request": run.server_cpu_us_per_request,
+            "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
+            "latency_p99_us": run.latency_p99_us, "num_lost": run.num_lost}
+
+
 def machine(device: str) -> dict[str, Any]:
     """What ran it."""
     info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
@@ -206,6 +228,13 @@ def main() -> int:
                            "instances": args.instances, "runs": [],
                            "status": {}}
     stop_at = begin + args.budget_s
+    try:
+        doc["serving_overhead"] = serving_overhead(args.smoke)
+        doc["status"]["serving overhead"] = {"ok": True}
+        log(f"serving overhead: {doc['serving_overhead']}")
+    except Exception as error:  # the models still run
+        doc["status"]["serving overhead"] = {"ok": False, "error": f"{type(error).__name__}: "
+                                             f"{error}"}
     for name, dtype_name in SMOKE_RUNS if args.smoke else RUNS:
         key = f"{name} {dtype_name}"
         if time.monotonic() >= stop_at:

@@ -23,6 +23,8 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     doc = json.loads((tmp_path / "serving" / "serving_bench.json").read_text())
     assert doc["schema"] == "aiprof.serving_bench/1" and doc["smoke"] is True
     assert {"torch", "python", "date", "device"} <= set(doc["machine"])
+    assert doc["serving_overhead"]["num_lost"] == 0
+    assert doc["serving_overhead"]["server_cpu_us_per_request"] > 0
     assert all(s["ok"] for s in doc["status"].values()), doc["status"]
     assert [(r["model"], r["dtype"]) for r in doc["runs"]] == [("resnet50", "float32"),
                                                                ("bert-base", "bfloat16")]
