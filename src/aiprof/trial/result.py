@@ -58,6 +58,8 @@ class TrialResult:
     num_processes: int = 0
     spawn: dict[str, Any] = field(default_factory=dict)
     """How variants were started: forked from a server that preloaded modules, or exec."""
+    runs: tuple[dict[str, Any], ...] = ()
+    """Every process in run order: label, round, status, median step, wall time."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.try/1`` JSON document."""
@@ -79,6 +81,7 @@ class TrialResult:
             "wall_s": round(self.wall_s, 2),
             "num_processes": self.num_processes,
             "spawn": self.spawn,
+            "runs": list(self.runs),
         }
 
 
@@ -160,4 +163,7 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         not_applied=tuple((c, CODE_CHANGES[c]) for c in dict.fromkeys(code_categories or [])
                           if c in CODE_CHANGES),
         interrupted=trial.interrupted, stopped=trial.stopped, wall_s=trial.wall_s,
-        num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}))
+        num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}),
+        runs=tuple({"label": r.label, "round": r.round, "status": r.status,
+                    "median_step_us": _round(r.median_step_us), "wall_s": round(r.wall_s, 2),
+                    "warmup_steps": r.warmup_steps} for r in trial.runs))
