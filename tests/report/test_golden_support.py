@@ -20,10 +20,12 @@ PAGE = """<html><head><style>{css}</style></head><body><h1>aiprof report: t.json
 
 
 def test_paths_dates_and_version_become_placeholders(tmp_path: Path) -> None:
+    version = aiprof.__version__
     text = (f"rank 0 ({tmp_path}/t.json.gz)   \nwritten 2026-12-01T14:03:22 by aiprof "
-            f"{aiprof.__version__}\nstep 12.50 ms\n")
+            f"{version}\n\"version\": \"{version}\"\nstep {version} ms\n")
     assert normalize(text, paths={tmp_path: "<run>"}) == (
-        "rank 0 (<run>/t.json.gz)\nwritten <date> by aiprof <version>\nstep 12.50 ms\n")
+        "rank 0 (<run>/t.json.gz)\nwritten <date> by aiprof <version>\n\"version\": "
+        f"\"<version>\"\nstep {version} ms\n")
 
 
 def test_the_outline_has_ids_headings_rows_and_text_but_no_assets() -> None:

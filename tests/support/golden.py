@@ -32,9 +32,10 @@ def normalize(text: str, *, paths: dict[Path, str]) -> str:
     for path, placeholder in sorted(paths.items(), key=lambda item: -len(str(item[0]))):
         text = text.replace(str(path), placeholder)
     text = _DATE.sub("<date>", text)
-    version = _version()
-    if version:
-        text = re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w.])", "<version>", text)
+    # only where it is named as aiprof's ("aiprof 0.1.0", "version": "0.1.0"): a bare 0.1 is
+    # also a number in a table
+    pattern = rf"(aiprof\W{{1,3}}v?|version\W{{1,4}}){re.escape(_version())}(?![\w.])"
+    text = re.sub(pattern, r"\1<version>", text, flags=re.IGNORECASE)
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
