@@ -14,6 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from aiprof.display import register_html
 from aiprof.errors import AiprofError, InputError, TraceFormatError, UnsupportedDeviceError
 
 if TYPE_CHECKING:
@@ -38,6 +39,18 @@ _WHERE = {
     "load_trace": "aiprof.trace",
     "load_traces": "aiprof.record.targets",
 }
+
+
+def _diagnosis_html(result: object) -> str:
+    from aiprof.diagnose.finding import Diagnosis
+    from aiprof.report.html import diagnosis_fragment
+
+    assert isinstance(result, Diagnosis)
+    return diagnosis_fragment(result)
+
+
+# The face is the one layer that sees both the result and its renderer (aiprof/display.py).
+register_html("aiprof.diagnose.finding.Diagnosis", _diagnosis_html)
 
 
 def _version() -> str:

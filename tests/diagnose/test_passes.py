@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kineto_synth import TraceBuilder, gpu_bound, launch_bound
+from tests.support.kineto_synth import TraceBuilder, gpu_bound, launch_bound
 
 from aiprof.analysis.allocator import allocator_calls
 from aiprof.analysis.copies import copies
