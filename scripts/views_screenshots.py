@@ -17,6 +17,8 @@ from pathlib import Path
 
 SECTIONS = ("timeline-all", "distributed", "ops", "kernels", "queue", "critical-path", "memory",
             "python", "gpu-samples")
+HEIGHT_PX = {"python": 1500}
+"""Taller windows for the sections read top to bottom (the call tree); others 760 px."""
 
 
 def main() -> int:
@@ -34,8 +36,9 @@ def main() -> int:
             style = f"<style>body > :not(#{section}) {{ display: none }}</style></head>"
             single = Path(tmp) / f"{section}.html"
             single.write_text(page.replace("</head>", style, 1), encoding="utf-8")
+            height = HEIGHT_PX.get(section, 760)
             subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu",
-                            "--hide-scrollbars", "--window-size=1000,760",
+                            "--hide-scrollbars", f"--window-size=1000,{height}",
                             f"--user-data-dir={tmp}/profile",
                             f"--screenshot={png}", single.as_uri()],
                            capture_output=True, timeout=120, check=True)

@@ -71,7 +71,8 @@ def _picker(views: ReportViews) -> str:
 def _distributed(views: ReportViews) -> str:
     rows = [[str(r.rank), duration(r.self_cpu_us), duration(r.kernel_us),
              f"{r.tensor_core_pct:.1f}", duration(r.critical_path_us), escape(r.critical_bound),
-             duration(r.across_path_us), f"{r.memory_peak_bytes / 2**20:,.1f}",
+             duration(r.across_path_us),
+             f"{r.memory_peak_bytes / 2**20:,.1f}" if r.memory_peak_bytes else "",
              "" if math.isnan(r.gpu_util_mean_pct) else f"{r.gpu_util_mean_pct:.1f}"]
             for r in views.rows]
     table = _table(["rank", "self CPU in ops", "kernels", "tensor cores %", "own critical path",
@@ -87,7 +88,8 @@ def _across(views: ReportViews) -> str:
     head = (f"<h3>Critical path across the ranks</h3><p>{escape(cp.window)} of every rank, "
             f"joined at {cp.num_joined:,} collectives (last rank to enter: "
             f"{escape(cp.last_by)}; {cp.num_unjoined:,} collective spans left on their rank): "
-            f"{duration(cp.length_us)}, in {len(cp.stretches):,} stretches.</p>")
+            f"{duration(cp.length_us)}, in {len(cp.stretches):,} "
+            f"{'stretch' if len(cp.stretches) == 1 else 'stretches'} (rank to rank).</p>")
     stretches = [[str(s.rank), duration(s.start_us), duration(s.end_us),
                   duration(s.length_us), f"{s.num_edges:,}", escape(s.top_name)]
                  for s in cp.stretches[:ROWS]]
