@@ -155,3 +155,13 @@ def test_point_to_point_is_left_unjoined(public_traces: Path) -> None:
     assert cp.num_joined == 0 and cp.num_unjoined > 0
     assert cp.length_us == pytest.approx(max(alone.values()))
     assert [s.rank for s in cp.stretches] == [max(alone, key=lambda r: alone[r])]
+
+
+def test_to_pandas(tmp_path: Path) -> None:
+    for rank in (0, 1):
+        _rank(tmp_path, rank)
+    cp = ranks_critical_path(list(load_traces([tmp_path])))
+    pytest.importorskip("pandas")
+    frame = cp.to_pandas()
+    assert frame["weight_us"].sum() == pytest.approx(710)
+    assert frame.groupby("rank")["weight_us"].sum().to_dict() == pytest.approx({0: 200, 1: 510})
