@@ -124,6 +124,7 @@ def test_gloo_cli(gloo_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     across = doc["across_ranks"]
     assert len(doc["ranks"]) == 2 and across["ranks"] == [0, 1]
+    assert across["last_by"] == "latest start (one host)"
     assert sum(across["edges"]["weight_us"]) == pytest.approx(across["length_us"])
     assert {s["rank"] for s in across["stretches"]} == {0, 1}
     assert main(["critical-path", str(gloo_run)]) == 0

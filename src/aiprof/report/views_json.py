@@ -124,6 +124,7 @@ def _across_document(cp: RanksCriticalPath, edges: bool) -> dict[str, Any]:
         "by_bound_us": cp.by_bound_us, "by_bound_pct": {b: cp.pct(b) for b in cp.by_bound_us},
         "by_rank_us": {str(r): v for r, v in cp.by_rank_us.items()},
         "num_collectives_joined": cp.num_joined, "num_collectives_unjoined": cp.num_unjoined,
+        "last_by": cp.last_by,
         "stretches": [plain(s) for s in cp.stretches], "ops": [plain(o) for o in cp.ops],
     }
     if edges:
