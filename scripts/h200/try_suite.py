@@ -168,7 +168,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--warmup-s", type=float, default=2.0,
+    parser.add_argument("--warmup-s", type=float, default=0.5,
                         help="minimum warm-up seconds per process on CUDA")
     parser.add_argument("--spawn", choices=("fork", "exec"), default="fork")
     parser.add_argument("--without", action="append", default=[], metavar="FIX",

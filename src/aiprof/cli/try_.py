@@ -22,9 +22,9 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
                        help="timed steps per process (default 20)")
     group.add_argument("--warmup", type=int, default=5, metavar="W",
                        help="steps before timing starts, >= 3 (default 5)")
-    group.add_argument("--warmup-s", type=float, default=2.0, metavar="S",
+    group.add_argument("--warmup-s", type=float, default=0.5, metavar="S",
                        help="on CUDA the warm-up also lasts at least S seconds, so the GPU's "
-                            "clocks have risen from idle (default 2)")
+                            "clocks have risen from idle (default 0.5)")
     group.add_argument("--spawn", choices=("fork", "exec"), default="fork",
                        help="fork: variants forked from a process that imported torch and "
                             "the script's libraries once (default); exec: each variant a new "

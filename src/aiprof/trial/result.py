@@ -166,4 +166,5 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}),
         runs=tuple({"label": r.label, "round": r.round, "status": r.status,
                     "median_step_us": _round(r.median_step_us), "wall_s": round(r.wall_s, 2),
-                    "warmup_steps": r.warmup_steps} for r in trial.runs))
+                    "warmup_steps": r.warmup_steps, "phases_s": r.phases_s}
+                   for r in trial.runs))

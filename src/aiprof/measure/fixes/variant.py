@@ -54,8 +54,10 @@ class VariantSession:
 
     def _warm_up_over(self) -> bool:
         """The warm-up lasts ``warmup`` steps and, on CUDA, at least ``warmup_s`` seconds from
-        the end of the first step: an idle H200 sits at 345 MHz of its 1,980 MHz (nvidia-smi,
-        2026-12-01) and a fresh process's first steps run while the clocks rise."""
+        the end of the first step. An idle H200 reads 345 MHz of its 1,980 MHz (nvidia-smi,
+        2026-12-01); measured there, a 4096² FP32 matmul after 6 s idle is at its steady time
+        0.14 s after the first call (tests/data/trial/h200_try_aa.json), so the default 0.5 s
+        covers the clocks and lazy library set-up with room to spare."""
         if self.num_steps < self.warmup:
             return False
         elapsed_s = (self.host_marks_ns[-1] - self.host_marks_ns[0]) / 1e9
@@ -99,8 +101,22 @@ def _peak_memory(torch: Any) -> dict[str, int | None]:
             "peak_host_rss_bytes": int(host)}
 
 
+def _phases_s(began_ns: int, marks_ns: list[int], warmup_steps: int,
+              ended_ns: int) -> dict[str, float]:
+    """Where the variant's time went (host clock, s): imports, model build and the first step;
+    the warm-up; the timed steps; and what came after the last step (stop, fix, results)."""
+    if not marks_ns:
+        return {"to_first_step": round((ended_ns - began_ns) / 1e9, 3)}
+    warm = marks_ns[min(max(warmup_steps, 1), len(marks_ns)) - 1]
+    return {"to_first_step": round((marks_ns[0] - began_ns) / 1e9, 3),
+            "warmup": round((warm - marks_ns[0]) / 1e9, 3),
+            "timed": round((marks_ns[-1] - warm) / 1e9, 3),
+            "after_last_step": round((ended_ns - marks_ns[-1]) / 1e9, 3)}
+
+
 def run_variant(args: argparse.Namespace) -> dict[str, Any]:
     """Apply the fix, run the script to its last step, and return the result document."""
+    began_ns = time.perf_counter_ns()
     fix = FIX_CLASSES[args.fix]()
     fix.environment(os.environ)
     import torch
@@ -127,6 +143,7 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
     step_us = session.timer.step_times_us() if done else []
     fix.finish(torch)
     marks = session.host_marks_ns
+    phases = _phases_s(began_ns, marks, session.warmup_steps_run, time.perf_counter_ns())
     return {
         "fix": args.fix, "rank": int(os.environ.get("RANK", "0")),
         "ended": outcome.ended, "exit_code": outcome.exit_code, "error": outcome.error,
@@ -138,6 +155,7 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
         "host_step_us": [round((b - a) / 1000.0, 3) for a, b in
                          zip(marks, marks[1:], strict=False)],
         "watch": {"source": watch.source, "values": watch.values},
+        "phases_s": phases,
         "not_applicable": fix.not_applicable, "facts": fix.facts, "notes": fix.notes,
         **_peak_memory(torch),
     }
