@@ -20,6 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "jsontext": set(),
     "display": set(),
+    "lazy": set(),
     "forked": {"errors"},
     "factory": {"errors"},
     "optional": {"errors"},
@@ -32,8 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     "inference": BASE,
     "analysis": BASE | {"forked", "gpu", "hardware", "tensor", "trace"},
     "distributed": BASE | {"analysis", "hardware", "trace"},
-    "diagnose": BASE | {"analysis", "display", "distributed", "forked", "gpu", "hardware", "record",
-                        "tensor", "trace"},
+    "diagnose": BASE | {"analysis", "display", "distributed", "forked", "gpu", "hardware", "lazy",
+                        "record", "tensor", "trace"},
     "capture": BASE | {"hardware", "optional", "record", "trace"},
     "measure": BASE | {"capture", "distributed", "factory", "forked", "gpu", "hardware",
                        "inference", "optional", "record", "tensor"},
@@ -43,9 +44,9 @@ ALLOWED: dict[str, set[str]] = {
 }
 """What each package may import; the top (``cli``, ``demo``, the package face) may import all."""
 TOP = {"cli", "demo", "__init__"}
-TORCH_FREE = {"errors", "jsontext", "display", "forked", "hardware", "trace", "record", "gpu",
-              "tensor", "inference", "analysis", "distributed", "diagnose", "report", "evaluation",
-              "trial"}
+TORCH_FREE = {"errors", "jsontext", "display", "lazy", "forked", "hardware", "trace", "record",
+              "gpu", "tensor", "inference", "analysis", "distributed", "diagnose", "report",
+              "evaluation", "trial"}
 """Packages that never import torch: a trace from a GPU cluster is analyzed on a laptop."""
 
 
