@@ -46,7 +46,7 @@ def test_the_server_preloads_torch_without_touching_cuda(server: ForkServer) -> 
     assert "torch" in server.ready.preloaded and not server.ready.failed
     assert "aiprof.measure.fixes.variant" in server.ready.preloaded
     assert "torch._dynamo" in server.ready.preloaded  # the first optimizer step imports it
-    assert server.ready.environment_fixes == ("expandable_segments",)
+    assert server.ready.exec_fixes == ("cudnn_benchmark", "expandable_segments")
     assert not server.serves("expandable_segments") and server.serves("tf32")
 
 
@@ -112,6 +112,6 @@ def test_the_try_record_says_how_variants_started(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["spawn"]["mode"] == "fork" and doc["spawn"]["preload_s"] > 0
-    assert doc["spawn"]["exec_fixes"] == ["expandable_segments"]
+    assert doc["spawn"]["exec_fixes"] == ["cudnn_benchmark", "expandable_segments"]
     assert "fork server imported torch" in done.stderr
     assert doc["protocol"]["spawn"] == "fork" and doc["protocol"]["warmup_s"] == 0.5

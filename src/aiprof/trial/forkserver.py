@@ -80,7 +80,7 @@ class Ready:
     preloaded: tuple[str, ...]
     failed: tuple[str, ...]
     preload_s: float
-    environment_fixes: tuple[str, ...]
+    exec_fixes: tuple[str, ...]
 
 
 class ForkServerError(RuntimeError):
@@ -105,7 +105,7 @@ class ForkServer:
             self.close()
             raise ForkServerError(f"fork server not ready: {message}")
         self.ready = Ready(tuple(message["preloaded"]), tuple(message["failed"]),
-                           float(message["preload_s"]), tuple(message["environment_fixes"]))
+                           float(message["preload_s"]), tuple(message["exec_fixes"]))
 
     def _read(self, timeout_s: float) -> dict[str, Any] | None:
         """The server's next message, or None after ``timeout_s`` or when it has exited.
@@ -129,7 +129,7 @@ class ForkServer:
         return message
 
     def serves(self, fix: str) -> bool:
-        return fix not in self.ready.environment_fixes
+        return fix not in self.ready.exec_fixes
 
     def run(self, argv: list[str], log_path: Path, timeout_s: float) -> int | None:
         """Run one variant; its exit code, or None when it ran past ``timeout_s`` (then its

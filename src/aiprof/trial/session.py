@@ -97,7 +97,7 @@ def _fork_server(request: TryRequest, specs: list[VariantSpec], work: Path,
     spawn: dict[str, object] = {"mode": "fork", "preloaded": list(ready.preloaded),
                                 "preload_failed": list(ready.failed),
                                 "preload_s": ready.preload_s,
-                                "exec_fixes": list(ready.environment_fixes)}
+                                "exec_fixes": list(ready.exec_fixes)}
     if not quiet:
         print(f"aiprof try: fork server imported {', '.join(ready.preloaded)} in "
               f"{ready.preload_s:.1f} s; each variant is forked from it", file=sys.stderr)
