@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kineto_synth import TraceBuilder
+from tests.support.kineto_synth import TraceBuilder
 
 from aiprof.analysis.kernel_kinds import GEMM_OR_CONV, TENSOR_CORE
 from aiprof.diagnose import diagnose
