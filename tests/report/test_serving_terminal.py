@@ -51,8 +51,9 @@ def _result() -> ServingComparison:
                          max_rate_rps=3000.0, p99_at_rate_us=4000.0, meets_slo=True)
     return ServingComparison(
         device="cpu", execution="eager", capture_error="", policy=BatchPolicy(max_batch_size=4),
-        num_instances=2, curve=ServingCurve(batch_sizes=(1, 4), host_us=(5.0, 10.0),
-                                            device_us=(500.0, 900.0), wall_us=(520.0, 950.0)),
+        num_instances=2, instance_p99_us={"1": 9000.0, "2": 8000.0},
+        curve=ServingCurve(batch_sizes=(1, 4), host_us=(5.0, 10.0), device_us=(500.0, 900.0),
+                           wall_us=(520.0, 950.0)),
         capacity_rps=4444.0, batch_alone_us=1000.0, overhead_us=90.0,
         open_loop=(_point("40% of capacity", 2000.0, 2200.0),), closed_loop=(),
         tuner=TunerCheck(slo_us=5000.0, rate_rps=3555.0, best=best,
@@ -63,8 +64,9 @@ def _result() -> ServingComparison:
 def test_render_prints_what_the_result_holds():
     out = io.StringIO()
     render_bench(_result(), Console(file=out, width=200))
-    text = out.getvalue()
+    text = " ".join(out.getvalue().split())  # lines wrap where the terminal is narrow
     assert "capacity 4,444 req/s" in text and "90 us per batch" in text
+    assert "1: 9.00 ms, 2: 8.00 ms" in text
     assert "40% of capacity" in text and "2.00 / 4.00" in text  # real P50 / P99 ms
     assert "+10.0%" in text  # simulated P50 2.2 ms against 2.0 ms real
     assert "max batch 16, delay 1 ms" in text and "3,555 req/s" in text
