@@ -70,7 +70,9 @@ def test_a_real_run_gives_the_document_and_a_failing_variant_does_not_stop_the_o
     assert doc["num_processes"] == 2 + 1 + 2 + 2  # tf32 is not run again after failing
     record = next(tmp_path.glob("crash-try-*"))
     assert json.loads((record / "try" / "record.json").read_text()) == doc
-    assert len(list((record / "try").glob("*.log"))) == doc["num_processes"]
+    assert len(list((record / "try").glob("r*-*.log"))) == doc["num_processes"]
+    assert doc["spawn"]["mode"] == "fork" and "torch" in doc["spawn"]["preloaded"]
+    assert (record / "try" / "forkserver.log").is_file()
 
 
 @pytest.mark.slow

@@ -26,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiprof.analysis.timeline_steps import merged_timeline
-    from aiprof.analysis.views import rank_views
+    from aiprof.analysis.views import report_views
     from aiprof.diagnose import DiagnoseOptions
     from aiprof.diagnose.report_data import report_data
     from aiprof.errors import InputError
@@ -44,11 +43,7 @@ def run(args: argparse.Namespace) -> int:
         data = report_data(traces, title, options)
     run_dir = target.run_dir
     samples = read_samples(run_dir / SAMPLES_FILE) if run_dir is not None else empty_samples()
-    views = rank_views(traces.rank(data.ranks[0].summary.rank), samples.columns)
-    if len(traces) > 1:  # every rank on the timeline
-        from dataclasses import replace as with_fields
-
-        views = with_fields(views, timeline=merged_timeline(list(traces)))
+    views = report_views(list(traces), samples.columns)
     if run_dir is not None:
         from dataclasses import replace
 

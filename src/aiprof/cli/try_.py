@@ -22,6 +22,13 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
                        help="timed steps per process (default 20)")
     group.add_argument("--warmup", type=int, default=5, metavar="W",
                        help="steps before timing starts, >= 3 (default 5)")
+    group.add_argument("--warmup-s", type=float, default=0.5, metavar="S",
+                       help="on CUDA the warm-up also lasts at least S seconds, so the GPU's "
+                            "clocks have risen from idle (default 0.5)")
+    group.add_argument("--spawn", choices=("fork", "exec"), default="fork",
+                       help="fork: variants forked from a process that imported torch and "
+                            "the script's libraries once (default); exec: each variant a new "
+                            "interpreter (--nproc > 1 always execs)")
     group.add_argument("--rounds", type=int, default=5, metavar="R",
                        help="interleaved rounds: base, fixes, base, fixes ... (default 5)")
     group.add_argument("--nproc", type=int, default=1, metavar="N",
@@ -62,8 +69,8 @@ def protocol_from(args: argparse.Namespace) -> Any:
     from aiprof.trial.plan import Protocol
 
     return Protocol(rounds=args.rounds, steps=args.steps, warmup_steps=args.warmup,
-                    nproc=args.nproc, timeout_s=args.timeout, steps_from=args.steps_from,
-                    watch=args.watch)
+                    warmup_s=args.warmup_s, spawn=args.spawn, nproc=args.nproc,
+                    timeout_s=args.timeout, steps_from=args.steps_from, watch=args.watch)
 
 
 def command_of(words: list[str]) -> tuple[tuple[str, ...], str]:

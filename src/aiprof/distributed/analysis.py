@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from aiprof.distributed.commtrace import CollectiveCalls, collective_calls, comp
 from aiprof.distributed.overlap import StepOverlap, overlap_pct, step_overlaps
 from aiprof.distributed.stragglers import collective_waits, compute_outliers, imbalance_pct
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace, TraceSet
 
 SCHEMA = "aiprof.distributed/1"
 
@@ -145,7 +149,7 @@ def summarize_collectives(rank: int, calls: CollectiveCalls) -> list[CollectiveS
 
 
 def _rank_report(
-    trace: Any, calls: CollectiveCalls, wait_us: float, caused_us: float, last_share: float
+    trace: Trace, calls: CollectiveCalls, wait_us: float, caused_us: float, last_share: float
 ) -> RankReport:
     steps = trace.steps
     comm = (calls.ts_us, calls.ts_us + calls.dur_us)
@@ -206,7 +210,7 @@ def find_stragglers(ranks: list[RankReport], options: DistributedOptions) -> lis
 
 
 def analyze_distributed(
-    traces: Any, options: DistributedOptions | None = None
+    traces: TraceSet | Iterable[Trace], options: DistributedOptions | None = None
 ) -> DistributedReport:
     """Analyze a TraceSet (one trace per rank) or a single trace."""
     options = options or DistributedOptions()
@@ -271,7 +275,7 @@ def list_calls(rank: int, calls: CollectiveCalls) -> list[CollectiveCall]:
     return rows
 
 
-def _notes(traces: list[Any], calls: list[CollectiveCalls], matched: int) -> list[str]:
+def _notes(traces: list[Trace], calls: list[CollectiveCalls], matched: int) -> list[str]:
     notes = []
     if all(len(c.kind) == 0 for c in calls):
         notes.append("no collectives found (no NCCL kernels, no gloo annotations)")

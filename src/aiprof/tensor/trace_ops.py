@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aiprof.tensor.dtypes import is_dtype_name
 from aiprof.tensor.opcall import Arg, OpCall, TensorMeta
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class TraceOp:
     num_kernels: int
 
 
-def launching_ops(trace: Any) -> list[TraceOp]:
+def launching_ops(trace: Trace) -> list[TraceOp]:
     """Every CPU op that launched device work, in trace order, with that work's device time.
 
     Kernels, memsets and device-to-device copies count; host<->device copies do not (their roof
@@ -58,7 +61,7 @@ def launching_ops(trace: Any) -> list[TraceOp]:
     ]
 
 
-def _calls_by_signature(trace: Any, rows: np.ndarray) -> list[OpCall]:
+def _calls_by_signature(trace: Trace, rows: np.ndarray) -> list[OpCall]:
     """``call_from_row`` of each row, decoded once per distinct (name, dims, types, strides,
     concrete inputs): a training loop repeats the same calls every step, so a trace of 100k ops
     has a few hundred signatures. Rows of one signature share one ``OpCall`` object."""
@@ -71,7 +74,7 @@ def _calls_by_signature(trace: Any, rows: np.ndarray) -> list[OpCall]:
     return [decoded[i] for i in np.asarray(inverse).reshape(-1).tolist()]
 
 
-def call_from_row(trace: Any, row: int) -> OpCall:
+def call_from_row(trace: Trace, row: int) -> OpCall:
     """The ``OpCall`` of ``trace.cpu_ops`` row ``row`` (empty args without record_shapes)."""
     ops = trace.cpu_ops
     name = trace.name(int(ops.name_id[row]))

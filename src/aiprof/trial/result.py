@@ -56,6 +56,10 @@ class TrialResult:
     stopped: str = ""
     wall_s: float = 0.0
     num_processes: int = 0
+    spawn: dict[str, Any] = field(default_factory=dict)
+    """How variants were started: forked from a server that preloaded modules, or exec."""
+    runs: tuple[dict[str, Any], ...] = ()
+    """Every process in run order: label, round, status, median step, wall time."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.try/1`` JSON document."""
@@ -76,6 +80,8 @@ class TrialResult:
             "stopped": self.stopped,
             "wall_s": round(self.wall_s, 2),
             "num_processes": self.num_processes,
+            "spawn": self.spawn,
+            "runs": list(self.runs),
         }
 
 
@@ -104,7 +110,8 @@ def _compile_s(pairs: list[Any], warmup_steps: int) -> float:
     excesses = []
     for _, run in pairs:
         host = list(run.host_step_us)
-        warm, measured = host[:warmup_steps - 1], host[warmup_steps - 1:]
+        warm_steps = run.warmup_steps or warmup_steps
+        warm, measured = host[:warm_steps - 1], host[warm_steps - 1:]
         excesses.append(stats.excess_s(warm, measured))
     return float(statistics.median(excesses)) if excesses else 0.0
 
@@ -137,7 +144,8 @@ def fix_result(spec: VariantSpec, trial: TrialRuns, protocol: Protocol,
 def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: TrialRuns,
               protocol: Protocol, *, estimates: dict[str, float] | None = None,
               code_categories: list[str] | None = None,
-              rtol: float = DEFAULT_RTOL) -> TrialResult:
+              rtol: float = DEFAULT_RTOL,
+              spawn: dict[str, Any] | None = None) -> TrialResult:
     """The result table from the runs."""
     estimates = estimates or {}
     base = [r for r in trial.runs if r.label == BASE and r.status == "ok"]
@@ -155,4 +163,8 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         not_applied=tuple((c, CODE_CHANGES[c]) for c in dict.fromkeys(code_categories or [])
                           if c in CODE_CHANGES),
         interrupted=trial.interrupted, stopped=trial.stopped, wall_s=trial.wall_s,
-        num_processes=len(trial.runs))
+        num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}),
+        runs=tuple({"label": r.label, "round": r.round, "status": r.status,
+                    "median_step_us": _round(r.median_step_us), "wall_s": round(r.wall_s, 2),
+                    "warmup_steps": r.warmup_steps, "phases_s": r.phases_s}
+                   for r in trial.runs))
