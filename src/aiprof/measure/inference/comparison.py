@@ -287,7 +287,8 @@ class _Runner:
                      num_slots=self.engine.num_slots, num_instances=self.sim.num_instances)
         self.progress(f"closed loop {concurrency}: real {real.throughput_rps:.0f} req/s, "
                       f"simulated {simulated.throughput_rps:.0f}")
-        return LoadPoint(label=f"{concurrency} clients", offered_rps=None,
+        clients = "1 client" if concurrency == 1 else f"{concurrency} clients"
+        return LoadPoint(label=clients, offered_rps=None,
                          concurrency=concurrency, real=real, simulated=simulated,
                          under_load=self.engine.costs_since(mark))
 
