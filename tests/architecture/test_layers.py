@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "record": BASE | {"trace"},
     "gpu": BASE | {"hardware", "trace"},
     "tensor": BASE | {"hardware", "trace"},
-    "inference": BASE,
+    "inference": BASE | {"lazy"},
     "analysis": BASE | {"forked", "gpu", "hardware", "tensor", "trace"},
     "distributed": BASE | {"analysis", "hardware", "trace"},
     "diagnose": BASE | {"analysis", "display", "distributed", "forked", "gpu", "hardware", "lazy",

@@ -1,9 +1,10 @@
 """The serving path with a real load-generator process: every request answered exactly once, under
 overload, failing batches and an unbounded queue; the server's and the client's counts agree.
 
-GIVEN a model function that sleeps T(b) = 2 ms + 0.25 ms per request (max batch 8: capacity
-8 / 4 ms = 2,000 req/s) WHEN a separate process offers Poisson load through the Unix socket THEN
-each request gets one answer (served, rejected or failed) and none is lost.
+GIVEN a model function that sleeps T(b) = 2 ms + 0.25 ms per request in each of the two model
+instances (max batch 8: capacity 2 x 8 / 4 ms = 4,000 req/s) WHEN a separate process offers
+Poisson load through the Unix socket THEN each request gets one answer (served, rejected or
+failed) and none is lost.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.serving import ClosedLoad, OpenLoad, serve
 from aiprof.inference.wire import REASONS, REQUEST, RESPONSE, RecordReader, encode_requests
 
-CAPACITY_RPS = 8 / 4e-3
+CAPACITY_RPS = 2 * 8 / 4e-3
 
 
 def sleeping(batch):
@@ -50,7 +51,7 @@ def test_ten_times_capacity_answers_or_rejects_every_request_once():
 
 def test_unbounded_queue_serves_every_request_of_an_overload():
     policy = BatchPolicy(max_batch_size=8, max_queue_delay_us=1000)
-    run = serve(sleeping, policy, _load(5 * CAPACITY_RPS, 1500, seed=1), num_slots=4)
+    run = serve(sleeping, policy, _load(5 * CAPACITY_RPS, 3000, seed=1), num_slots=4)
     _answered_once(run)
     assert run.num_ok == run.num_requests
     assert run.server.mean_batch_size > 7  # the backlog fills every batch
@@ -103,3 +104,35 @@ def test_no_arrivals_is_an_input_error():
 
     with pytest.raises(InputError):
         serve(sleeping, BatchPolicy(), OpenLoad(arrivals_us=()), num_slots=1)
+
+
+def slow_sleeping(batch):
+    time.sleep(8e-3 + 1e-3 * len(batch))  # max batch 8: 2 x 8 / 16 ms = 1,000 req/s
+    return [rid for rid, _slot in batch]
+
+
+def test_priorities_and_deadlines_cross_the_socket():
+    # GIVEN 3x capacity (a rate the socket front end keeps up with, so the backlog is in the
+    # batcher's queue), a fifth of the requests at level 1 (0.6x capacity alone) and the rest at
+    # level 2 with a 200 ms deadline WHEN served THEN level 1 overtakes the backlog, level-2
+    # requests still queued past their deadline are rejected, and every request is answered once
+    count = 1500
+    rng = np.random.default_rng(3)
+    levels = np.where(rng.random(count) < 0.2, 1, 2)
+    deadlines = np.where(levels == 2, 200_000.0, 0.0)
+    load = OpenLoad(arrivals_us=tuple(poisson_arrivals(3 * 1000.0, count).tolist()),
+                    priorities=tuple(levels.tolist()), deadlines_us=tuple(deadlines.tolist()))
+    policy = BatchPolicy(max_batch_size=8, max_queue_delay_us=1000, priority_levels=2,
+                         default_priority=2)
+    run = serve(slow_sleeping, policy, load, num_slots=4)
+    _answered_once(run)
+    assert run.rejected.get("deadline", 0) > 0
+    by_level = run.server.latency_p99_by_level_us
+    assert by_level["1"] < by_level["2"] / 2
+
+
+def test_mismatched_priorities_are_an_input_error():
+    from aiprof.errors import InputError
+
+    with pytest.raises(InputError):
+        OpenLoad(arrivals_us=(0.0, 1.0), priorities=(1,))

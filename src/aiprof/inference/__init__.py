@@ -8,8 +8,9 @@ without the batcher, the simulator and the tuner.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aiprof.lazy import lazy_names
 
 if TYPE_CHECKING:
     from aiprof.inference.batcher import DynamicBatcher
@@ -28,24 +29,24 @@ if TYPE_CHECKING:
     from aiprof.inference.tune import TuneOptions, tune_policy
 
 _WHERE = {
-    "BatchFailedError": "failures",
-    "BatchPolicy": "policy",
-    "BatchingMetrics": "metrics",
-    "DynamicBatcher": "batcher",
-    "FakeClock": "clock",
-    "LatencyCurve": "latency_curve",
-    "LoopClock": "clock",
-    "ModelOutputError": "failures",
-    "PaddingOptions": "padding",
-    "PaddingReport": "padding",
-    "QueueFullError": "failures",
-    "QueuePolicy": "policy",
-    "RequestRejectedError": "failures",
-    "SimulationOptions": "simulator",
-    "TuneOptions": "tune",
-    "analyze_padding": "padding",
-    "simulate": "simulator",
-    "tune_policy": "tune",
+    "BatchFailedError": "aiprof.inference.failures",
+    "BatchPolicy": "aiprof.inference.policy",
+    "BatchingMetrics": "aiprof.inference.metrics",
+    "DynamicBatcher": "aiprof.inference.batcher",
+    "FakeClock": "aiprof.inference.clock",
+    "LatencyCurve": "aiprof.inference.latency_curve",
+    "LoopClock": "aiprof.inference.clock",
+    "ModelOutputError": "aiprof.inference.failures",
+    "PaddingOptions": "aiprof.inference.padding",
+    "PaddingReport": "aiprof.inference.padding",
+    "QueueFullError": "aiprof.inference.failures",
+    "QueuePolicy": "aiprof.inference.policy",
+    "RequestRejectedError": "aiprof.inference.failures",
+    "SimulationOptions": "aiprof.inference.simulator",
+    "TuneOptions": "aiprof.inference.tune",
+    "analyze_padding": "aiprof.inference.padding",
+    "simulate": "aiprof.inference.simulator",
+    "tune_policy": "aiprof.inference.tune",
 }
 
 __all__ = [
@@ -69,8 +70,8 @@ __all__ = [
     "tune_policy",
 ]
 
+__getattr__ = lazy_names("aiprof.inference", _WHERE, globals())
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'aiprof.inference' has no attribute {name!r}")
-    return getattr(import_module(f"aiprof.inference.{_WHERE[name]}"), name)
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,7 +2,8 @@
 aiprof.inference.loadclient --socket PATH --out FILE.npz (--arrivals FILE.npy | --concurrency N
 --requests N)``.
 
-Open loop sends request i at ``arrivals[i]`` microseconds after the start, whatever the answers;
+Open loop sends request i at ``arrivals[i]`` microseconds after the start, whatever the answers
+(with its priority level and deadline when ``--priorities`` / ``--deadlines`` are given);
 closed loop keeps N requests outstanding (perf_analyzer's two modes, reference A2 of the serving
 notes). One thread, one non-blocking socket and ``select``: requests that are due are written in
 one call, answers are read in bulk, so the client's cost per request is a few microseconds of
@@ -49,11 +50,14 @@ class _Client:
     value: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     reader: RecordReader = field(default_factory=lambda: RecordReader(RESPONSE))
     num_answered: int = 0
+    priority: np.ndarray | None = None
+    deadline_us: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = self.num_requests
         ids = np.arange(n, dtype=np.uint32)
-        self.raw = encode_requests(ids, ids % self.num_slots).tobytes()
+        self.raw = encode_requests(ids, ids % self.num_slots, self.priority,
+                                   self.deadline_us).tobytes()
         self.sched_ns = np.full(n, -1, np.int64)
         self.handoff_ns = np.full(n, -1, np.int64)
         self.recv_ns = np.full(n, -1, np.int64)
@@ -149,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket", required=True, help="the server's Unix socket")
     parser.add_argument("--out", required=True, help="where to write the per-request times")
     parser.add_argument("--arrivals", help=".npy of arrival times (us from the start): open loop")
+    parser.add_argument("--priorities", help="open loop: .npy of each request's priority level")
+    parser.add_argument("--deadlines", help="open loop: .npy of each request's deadline, us")
     parser.add_argument("--concurrency", type=int, help="requests outstanding: closed loop")
     parser.add_argument("--requests", type=int, default=0, help="closed loop: requests to send")
     parser.add_argument("--num-slots", type=int, default=1, help="input slots of the server")
@@ -160,10 +166,16 @@ def main(argv: list[str] | None = None) -> int:
         print("loadclient: give --arrivals, or --concurrency and --requests (>= 1)",
               file=sys.stderr)
         return 2
+    priority = np.load(args.priorities) if args.priorities else None
+    deadline = np.load(args.deadlines) if args.deadlines else None
+    if any(a is not None and len(a) != count for a in (priority, deadline)):
+        print(f"loadclient: --priorities and --deadlines need {count} values", file=sys.stderr)
+        return 2
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(args.socket)
     sock.setblocking(False)
-    client = _Client(sock=sock, num_requests=count, num_slots=args.num_slots)
+    client = _Client(sock=sock, num_requests=count, num_slots=args.num_slots, priority=priority,
+                     deadline_us=deadline)
     try:
         if arrivals is not None:
             run_open(client, arrivals, args.deadline_s)

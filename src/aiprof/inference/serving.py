@@ -37,6 +37,16 @@ class OpenLoad:
     """Requests due at ``arrivals_us`` (sorted, from 0), whatever the answers."""
 
     arrivals_us: tuple[float, ...]
+    priorities: tuple[int, ...] = ()
+    """Each request's priority level (empty: the batcher's default for all)."""
+    deadlines_us: tuple[float, ...] = ()
+    """Each request's deadline from its arrival (empty or 0: none)."""
+
+    def __post_init__(self) -> None:
+        for name, values in (("priorities", self.priorities),
+                             ("deadlines", self.deadlines_us)):
+            if values and len(values) != len(self.arrivals_us):
+                raise InputError(f"{len(values)} {name} for {len(self.arrivals_us)} arrivals")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +116,14 @@ def _client_command(load: OpenLoad | ClosedLoad, folder: Path, num_slots: int,
                str(num_slots), "--deadline-s", str(deadline_s)]
     if isinstance(load, OpenLoad):
         np.save(folder / "arrivals.npy", np.asarray(load.arrivals_us, dtype=np.float64))
-        return [*command, "--arrivals", str(folder / "arrivals.npy")]
+        command += ["--arrivals", str(folder / "arrivals.npy")]
+        if load.priorities:
+            np.save(folder / "priorities.npy", np.asarray(load.priorities, dtype=np.uint16))
+            command += ["--priorities", str(folder / "priorities.npy")]
+        if load.deadlines_us:
+            np.save(folder / "deadlines.npy", np.asarray(load.deadlines_us, dtype=np.float32))
+            command += ["--deadlines", str(folder / "deadlines.npy")]
+        return command
     return [*command, "--concurrency", str(load.concurrency), "--requests",
             str(load.num_requests)]
 

@@ -31,8 +31,10 @@ def render_bench(result: ServingComparison, console: Console | None = None) -> N
     out.print(_curve_table(result))
     out.print(f"capacity {result.capacity_rps:,.0f} req/s (max batch "
               f"{result.policy.max_batch_size} / its device time); {result.execution} on "
-              f"{result.device}, {result.num_instances} instances on one device queue; "
-              f"serving overhead {result.overhead_us:.0f} us per batch")
+              f"{result.device}, {result.num_instances} instance(s) on one device queue "
+              f"(simulated P99 at the highest load by instance count: "
+              f"{_by_count(result.instance_p99_us)}); serving overhead "
+              f"{result.overhead_us:.0f} us per batch")
     if result.capture_error:
         out.print(f"CUDA graph capture failed, eager instead: {result.capture_error}")
     out.print(_loads_table(result))
@@ -55,6 +57,10 @@ def render_bench(result: ServingComparison, console: Console | None = None) -> N
                   f"{run.num_ok} served, rejected {_reasons(run.rejected)}, failed "
                   f"{_reasons(run.failed)}, {run.num_lost} lost, {run.num_duplicated} answered "
                   "twice")
+
+
+def _by_count(p99_us: dict[str, float]) -> str:
+    return ", ".join(f"{count}: {value / 1e3:.2f} ms" for count, value in p99_us.items())
 
 
 def _reasons(counts: dict[str, int]) -> str:

@@ -132,6 +132,10 @@ class ServingComparison:
     capture_error: str
     policy: BatchPolicy
     num_instances: int
+    """Instances the loads were served with: the count whose simulated P99 at the highest load
+    was lower (:func:`instance_p99_us`)."""
+    instance_p99_us: dict[str, float]
+    """Simulated P99 at the highest open-loop load for one instance and for every buffer set."""
     curve: ServingCurve
     capacity_rps: float
     """The device curve's capacity at the max batch, B / T(B)."""
@@ -177,6 +181,20 @@ def device_curve(curve: ServingCurve, engine: ServingEngine, max_batch: int) -> 
                         latency_us=tuple(measured(engine.bucket(size)) for size in sizes))
 
 
+def instance_p99_us(device: LatencyCurve, base: SimulationOptions, policy: BatchPolicy,
+                    max_instances: int, rate_rps: float, config: BenchConfig
+                    ) -> dict[int, float]:
+    """Simulated P99 at ``rate_rps`` with one instance and with ``max_instances``.
+
+    More instances hide the host work under the device's, but an instance that is free while the
+    device still computes takes its batch early, with fewer requests, and a request can then wait
+    behind two batches instead of one; which effect wins depends on the host's share of a batch,
+    so the simulator decides (with host work near zero, one instance has the lower tail)."""
+    arrivals = poisson_arrivals(rate_rps, max(2000, config.tune_requests), seed=config.seed)
+    return {k: simulate(arrivals, device, policy, replace(base, num_instances=k)).latency_p99_us
+            for k in sorted({1, max_instances})}
+
+
 def calibrate_overhead_us(engine: ServingEngine, curve: ServingCurve, policy: BatchPolicy,
                           num_requests: int, num_instances: int) -> float:
     """Lone requests' mean latency through the socket, minus the host and device time of one:
@@ -203,12 +221,16 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     curve = measure_alone(engine, sizes, warmup=config.warmup, iters=config.iters)
     progress(f"serving curve alone: {curve}")
     policy = BatchPolicy(max_batch_size=config.max_batch, max_queue_delay_us=config.max_delay_us)
-    instances = engine.num_buffers
-    overhead = calibrate_overhead_us(engine, curve, policy, config.calibration_requests, instances)
-    sim = SimulationOptions(num_instances=instances, overhead_us=overhead,
-                            host_curve=curve.host_curve(), shared_device=True)
+    overhead = calibrate_overhead_us(engine, curve, policy, config.calibration_requests, 1)
     device = device_curve(curve, engine, config.max_batch)
     capacity = device.capacity_rps(config.max_batch)
+    base = SimulationOptions(overhead_us=overhead, host_curve=curve.host_curve(),
+                             shared_device=True)
+    by_instances = instance_p99_us(device, base, policy, engine.num_buffers,
+                                   capacity * max(config.load_pcts, default=80.0) / 100, config)
+    instances = int(min(by_instances, key=lambda k: by_instances[k]))
+    progress(f"simulated P99 by instance count: {by_instances}; serving with {instances}")
+    sim = replace(base, num_instances=instances)
     runner = _Runner(engine, config, device, sim, progress)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
                         for pct in config.load_pcts)
@@ -224,7 +246,8 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
         overload = runner.overload(policy, overload_rps)
     return ServingComparison(
         device=str(engine.device), execution=engine.execution,
-        capture_error=engine.capture_error, policy=policy, num_instances=instances, curve=curve,
+        capture_error=engine.capture_error, policy=policy, num_instances=instances,
+        instance_p99_us={str(k): v for k, v in by_instances.items()}, curve=curve,
         capacity_rps=capacity, batch_alone_us=alone_us, overhead_us=overhead,
         open_loop=open_points, closed_loop=closed_points, tuner=tuner, overload=overload,
         overload_rps=overload_rps)
@@ -264,7 +287,8 @@ class _Runner:
                      num_slots=self.engine.num_slots, num_instances=self.sim.num_instances)
         self.progress(f"closed loop {concurrency}: real {real.throughput_rps:.0f} req/s, "
                       f"simulated {simulated.throughput_rps:.0f}")
-        return LoadPoint(label=f"{concurrency} clients", offered_rps=None,
+        clients = "1 client" if concurrency == 1 else f"{concurrency} clients"
+        return LoadPoint(label=clients, offered_rps=None,
                          concurrency=concurrency, real=real, simulated=simulated,
                          under_load=self.engine.costs_since(mark))
 
