@@ -31,6 +31,10 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
                             "interpreter (--nproc > 1 always execs)")
     group.add_argument("--rounds", type=int, default=5, metavar="R",
                        help="interleaved rounds: base, fixes, base, fixes ... (default 5)")
+    group.add_argument("--aa", action="store_true",
+                       help="also run the unfixed script again in every round (an A/A test): "
+                            "its 'gain' is the noise between fresh processes that a fix must "
+                            "exceed")
     group.add_argument("--nproc", type=int, default=1, metavar="N",
                        help="run each variant through torchrun with N local ranks")
     group.add_argument("--steps-from", metavar="NAME",
@@ -95,7 +99,7 @@ def chosen_fixes(args: argparse.Namespace) -> tuple[str, ...]:
         return tuple(fix.name for fix in FIXES)
     if args.fix is not None:
         return parse_fix_list(args.fix)
-    if not args.edited:
+    if not args.edited and not args.aa:
         raise InputError("choose what to try: --fix NAME[,NAME...] or --auto "
                          "(names: 'aiprof try --help')")
     return ()
@@ -164,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     request = TryRequest(command=command, fixes=fixes, protocol=protocol,
                          record_dir=record_dir, edited=edited, estimates=estimates,
                          code_categories=tuple(categories), budget_s=args.budget,
-                         rtol=args.loss_tolerance or DEFAULT_RTOL)
+                         rtol=args.loss_tolerance or DEFAULT_RTOL, aa=args.aa)
     document = run_try(request).document()
     show(document, args.json)
     print(f"try record {record_dir}", file=sys.stderr)

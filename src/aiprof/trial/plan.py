@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from aiprof.errors import InputError
 
 BASE = "base"
+AA = "aa"
+"""The A/A variant (``--aa``): the unfixed script again, so its "gain" is process noise."""
 SPAWN_MODES = ("fork", "exec")
 
 

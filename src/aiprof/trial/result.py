@@ -10,7 +10,7 @@ from aiprof.trial import stats
 from aiprof.trial.catalog import CODE_CHANGES
 from aiprof.trial.numerics import DEFAULT_RTOL, NumericsCheck, check_numerics
 from aiprof.trial.orchestrate import TrialRuns, first_problem, paired_rounds
-from aiprof.trial.plan import BASE, Protocol, VariantSpec
+from aiprof.trial.plan import AA, BASE, Protocol, VariantSpec
 
 SCHEMA = "aiprof.try/1"
 MEASURED, SKIPPED = "measured", "skipped"
@@ -60,6 +60,8 @@ class TrialResult:
     """How variants were started: forked from a server that preloaded modules, or exec."""
     runs: tuple[dict[str, Any], ...] = ()
     """Every process in run order: label, round, status, median step, wall time."""
+    noise: dict[str, Any] | None = None
+    """With ``--aa``: the unfixed script against itself, the noise a fix must exceed."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.try/1`` JSON document."""
@@ -82,6 +84,7 @@ class TrialResult:
             "num_processes": self.num_processes,
             "spawn": self.spawn,
             "runs": list(self.runs),
+            "noise": self.noise,
         }
 
 
@@ -152,6 +155,7 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
     base_peaks = [r.peak_memory_bytes for r in base if r.peak_memory_bytes is not None]
     rows = tuple(fix_result(spec, trial, protocol, estimates.get(spec.fix), rtol)
                  for spec in variants if spec.label != BASE)
+    aa = next((row for row in rows if row.name == AA and row.comparison), None)
     return TrialResult(
         command=command, protocol=protocol, clock=base[0].clock if base else "",
         base_median_step_us=(float(statistics.median([r.median_step_us or 0.0 for r in base]))
@@ -167,4 +171,16 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         runs=tuple({"label": r.label, "round": r.round, "status": r.status,
                     "median_step_us": _round(r.median_step_us), "wall_s": round(r.wall_s, 2),
                     "warmup_steps": r.warmup_steps, "phases_s": r.phases_s}
-                   for r in trial.runs))
+                   for r in trial.runs),
+        noise=noise_document(aa) if aa is not None else None)
+
+
+def noise_document(aa: FixResult) -> dict[str, Any]:
+    """What the A/A rounds say: their gains and interval, and the half-width a fix's gain must
+    exceed to be told from process noise (the largest A/A round gain in absolute value)."""
+    assert aa.comparison is not None
+    gains = list(aa.comparison.round_gains_pct)
+    return {"round_gains_pct": [round(g, 2) for g in gains],
+            "interval_pct": [round(v, 2) for v in aa.comparison.interval_pct],
+            "verdict": aa.comparison.verdict,
+            "half_width_pct": round(max(abs(g) for g in gains), 2) if gains else None}

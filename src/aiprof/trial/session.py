@@ -16,7 +16,7 @@ from aiprof.trial.forkserver import ForkServer, ForkServerError, preload_names
 from aiprof.trial.launcher import launch
 from aiprof.trial.numerics import DEFAULT_RTOL
 from aiprof.trial.orchestrate import run_trial
-from aiprof.trial.plan import BASE, Protocol, VariantSpec
+from aiprof.trial.plan import AA, BASE, Protocol, VariantSpec
 from aiprof.trial.record import TRY_DIR, write_try_record
 from aiprof.trial.result import TrialResult, summarize
 from aiprof.trial.runs import VariantRun
@@ -37,12 +37,16 @@ class TryRequest:
     code_categories: tuple[str, ...] = ()
     budget_s: float | None = None
     rtol: float = DEFAULT_RTOL
+    aa: bool = False
+    """Also run the unfixed script again in every round (an A/A test of the noise)."""
 
 
 def variants(request: TryRequest) -> list[VariantSpec]:
     """The base, one variant per fix, one per edited copy (labels must differ)."""
     specs = [VariantSpec(BASE, "none", request.command)]
     specs += [VariantSpec(name, name, request.command) for name in request.fixes]
+    if request.aa:
+        specs.append(VariantSpec(AA, "none", request.command))
     args = request.command[2:] if request.command[:1] == ("-m",) else request.command[1:]
     for label, path in request.edited:
         if not Path(path).is_file():
