@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from tests.conftest import require
+from tests.support.gloo import run_ranks
 from views_synth import Builder
 
 from aiprof import load_trace
@@ -64,26 +61,12 @@ def test_hand_count(tmp_path: Path, shift: float) -> None:
     assert "collective" in cp.edge_type and cp.last_by == "shortest span"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def gloo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two real gloo ranks under torch.profiler, recorded now (about 5 s)."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("gloo_two_phase")
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(_free_port()), "PYTHONWARNINGS": "ignore"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(out)],
-                              env={**env, "RANK": str(rank)}, stderr=subprocess.PIPE, text=True)
-             for rank in (0, 1)]
-    for p in procs:
-        _, err = p.communicate(timeout=180)
-        assert p.returncode == 0, err[-2000:]
-    return out
+    return run_ranks(WORKER, out, timeout_s=180)
 
 
 def _spans(trace: Trace, name: str, lo: float, hi: float) -> np.ndarray:
