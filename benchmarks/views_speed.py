@@ -3,7 +3,8 @@
 Each measurement runs in its own process (imports outside the timed region), the two
 interleaved, on the 8-rank set of ``benchmarks/ingest.py`` (8 copies of df_index_resolver
 with the rank rewritten). The views are what ``aiprof queue``, ``ops``, ``ops --kernels``,
-``ops --memory``, ``hotspots`` and ``critical-path`` compute, for every rank::
+``ops --memory``, ``hotspots`` and ``critical-path`` compute, for every rank, and the critical
+path across the ranks::
 
     python benchmarks/views_speed.py --repeat 5
 """
@@ -29,6 +30,7 @@ traces = load_traces([target])
 for t in traces:
     queue_length(t); op_view(t); kernel_view(t); memory_by_op(t); python_call_tree(t)
     critical_path(t)
+ranks_critical_path(list(traces))
 """
 PRELUDE = """
 import json, sys, time
@@ -40,6 +42,7 @@ from aiprof.analysis.kernel_view import kernel_view
 from aiprof.analysis.memory_ops import memory_by_op
 from aiprof.analysis.python_tree import python_call_tree
 from aiprof.analysis.critical_path import critical_path
+from aiprof.analysis.critical_ranks import ranks_critical_path
 target = sys.argv[1]
 t0 = time.perf_counter()
 {body}

@@ -74,15 +74,17 @@ COMPILE_WEIGHT = 4
 """A compile variant costs about as much as this many others (20-60 s of compilation)."""
 
 
-def weight(name: str) -> int:
+def weight(name: str, without: frozenset[str] = frozenset()) -> int:
     """The script's share of the budget: its variants (base, fixes, twins), compile heavier."""
-    fixes = list(twins_of(name))
+    fixes = list(twins_of(name, without))
     return 1 + sum(2 * (COMPILE_WEIGHT if fix == "compile" else 1) for fix in fixes)
 
 
-def twins_of(script: str) -> dict[str, Path]:
-    """fix name -> twin path."""
-    return {path.stem.split("__", 1)[1]: path for path in sorted(TWINS.glob(f"{script}__*.py"))}
+def twins_of(script: str, without: frozenset[str] = frozenset()) -> dict[str, Path]:
+    """fix name -> twin path (fixes in ``without`` left out)."""
+    twins = {path.stem.split("__", 1)[1]: path
+             for path in sorted(TWINS.glob(f"{script}__*.py"))}
+    return {fix: path for fix, path in twins.items() if fix not in without}
 
 
 def agreement(aiprof_gain: float | None, twin_gain: float | None) -> dict[str, Any]:
@@ -120,12 +122,13 @@ def _gain(row: dict[str, Any] | None) -> dict[str, Any]:
 
 def run_script(name: str, spec: dict[str, Any], args: argparse.Namespace, records: Path,
                budget_s: float) -> dict[str, Any]:
-    twins = twins_of(name)
+    twins = twins_of(name, frozenset(args.without))
     fixes = list(twins)
     script_args = spec["smoke"] if args.smoke else spec["args"]
     command = [sys.executable, "-m", "aiprof.cli.main", "try", "--json", "--out", str(records),
                "--rounds", str(args.rounds), "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--budget", f"{budget_s:.0f}",
+               "--warmup", str(args.warmup), "--warmup-s", f"{args.warmup_s:g}",
+               "--spawn", args.spawn, "--budget", f"{budget_s:.0f}",
                "--timeout", str(args.timeout)]
     command += ["--auto"] if args.mode == "auto" else ["--fix", ",".join(fixes)]
     for fix, twin in twins.items():
@@ -165,6 +168,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--warmup-s", type=float, default=0.5,
+                        help="minimum warm-up seconds per process on CUDA")
+    parser.add_argument("--spawn", choices=("fork", "exec"), default="fork")
+    parser.add_argument("--without", action="append", default=[], metavar="FIX",
+                        help="leave this fix (and its twin) out, e.g. compile")
     parser.add_argument("--timeout", type=float, default=150.0, help="per variant process")
     parser.add_argument("--mode", choices=("twins", "auto"), default="twins")
     parser.add_argument("--tag", default="", help="write suite-TAG.json (for split runs)")
@@ -187,17 +195,30 @@ def main() -> int:
             if left < MIN_SCRIPT_S:
                 skipped.append({"script": name, "reason": f"budget: {left:.0f} s left"})
                 continue
-            share = left * weight(name) / sum(weight(n) for n in names[index:])
+            without = frozenset(args.without)
+            share = left * weight(name, without) / sum(weight(n, without)
+                                                       for n in names[index:])
             print(f"try_suite: {name} (budget {share:.0f} s)", file=sys.stderr, flush=True)
             results.append(run_script(name, SCRIPTS[name], args, Path(records), share))
             print(json.dumps(results[-1].get("comparison", results[-1]), indent=None)[:2000],
                   file=sys.stderr, flush=True)
+            write(out, args, results, skipped, start)
+    summary = write(out, args, results, skipped, start)
+    print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
+def write(out: Path, args: argparse.Namespace, results: list[dict[str, Any]],
+          skipped: list[dict[str, Any]], start: float) -> dict[str, Any]:
+    """Write the suite's document (after every script: a killed run keeps what it measured)."""
     pairs = [p for r in results for p in r.get("comparison", [])]
     judged = [p for p in pairs if p["agree"] is not None]
     summary = {"num_pairs": len(pairs), "num_judged": len(judged),
                "num_agree": sum(1 for p in judged if p["agree"])}
     document = {"suite": "try_suite", "smoke": args.smoke, "mode": args.mode,
                 "protocol": {"rounds": args.rounds, "steps": args.steps, "warmup": args.warmup,
+                             "warmup_s": args.warmup_s, "spawn": args.spawn,
+                             "without": args.without,
                              "budget_s": args.budget, "agree_rel": AGREE_REL,
                              "agree_points": AGREE_POINTS},
                 "machine": machine(), "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -205,8 +226,7 @@ def main() -> int:
                 "skipped": skipped, "scripts": results}
     name = f"suite-{args.tag}.json" if args.tag else "suite.json"
     (out / name).write_text(json.dumps(document, indent=1) + "\n")
-    print(json.dumps(summary), file=sys.stderr)
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ not load the diagnosis, capture and model code (about 11 MiB of memory in every 
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from aiprof.display import register_html
 from aiprof.errors import AiprofError, InputError, TraceFormatError, UnsupportedDeviceError
+from aiprof.lazy import lazy_names
 
 if TYPE_CHECKING:
     from aiprof.analysis.summary import summary
@@ -40,6 +41,18 @@ _WHERE = {
 }
 
 
+def _diagnosis_html(result: object) -> str:
+    from aiprof.diagnose.finding import Diagnosis
+    from aiprof.report.html import diagnosis_fragment
+
+    assert isinstance(result, Diagnosis)
+    return diagnosis_fragment(result)
+
+
+# The face is the one layer that sees both the result and its renderer (aiprof/display.py).
+register_html("aiprof.diagnose.finding.Diagnosis", _diagnosis_html)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -49,15 +62,13 @@ def _version() -> str:
         return "0+unknown"
 
 
-def __getattr__(name: str) -> Any:
+def _computed(name: str) -> Any:
     if name == "__version__":
-        globals()[name] = _version()
-        return globals()[name]
-    if name not in _WHERE:
-        raise AttributeError(f"module 'aiprof' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+        return _version()
+    raise AttributeError(f"module 'aiprof' has no attribute {name!r}")
+
+
+__getattr__ = lazy_names("aiprof", _WHERE, globals(), _computed)
 
 
 def __dir__() -> list[str]:

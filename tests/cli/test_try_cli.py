@@ -70,7 +70,9 @@ def test_a_real_run_gives_the_document_and_a_failing_variant_does_not_stop_the_o
     assert doc["num_processes"] == 2 + 1 + 2 + 2  # tf32 is not run again after failing
     record = next(tmp_path.glob("crash-try-*"))
     assert json.loads((record / "try" / "record.json").read_text()) == doc
-    assert len(list((record / "try").glob("*.log"))) == doc["num_processes"]
+    assert len(list((record / "try").glob("r*-*.log"))) == doc["num_processes"]
+    assert doc["spawn"]["mode"] == "fork" and "torch" in doc["spawn"]["preloaded"]
+    assert (record / "try" / "forkserver.log").is_file()
 
 
 @pytest.mark.slow
@@ -124,3 +126,24 @@ def test_ctrl_c_ends_every_child_and_prints_what_was_measured(tmp_path: Path) ->
     assert not _alive(child)
     record = next(tmp_path.glob("spin-try-*"))
     assert json.loads((record / "try" / "record.json").read_text())["interrupted"] is True
+
+
+def test_aa_runs_the_unfixed_script_again_and_states_the_noise(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aiprof.cli.main", "try", "--aa", "--rounds", "5", "--steps",
+         "3", "--warmup", "3", "--out", str(tmp_path), "--", "python",
+         str(WORKLOADS / "tiny.py")],
+        env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "aa (unfixed again)" in done.stdout
+    assert "A/A (the unfixed script against itself, 5 rounds)" in done.stdout
+    record = next(tmp_path.glob("tiny-try-*"))
+    doc = json.loads((record / "try" / "record.json").read_text())
+    (row,) = doc["fixes"]
+    assert row["name"] == "aa" and row["status"] == "measured"
+    noise = doc["noise"]
+    assert noise["round_gains_pct"] == row["round_gains_pct"] and len(noise["round_gains_pct"]) == 5
+    assert noise["half_width_pct"] == max(abs(g) for g in row["round_gains_pct"])
+    assert noise["verdict"] == row["verdict"]
+    runs = [r for r in doc["runs"] if r["label"] == "aa"]
+    assert len(runs) == 5 and all(r["status"] == "ok" for r in runs)

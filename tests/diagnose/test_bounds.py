@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kineto_synth import TraceBuilder
+from tests.support.kineto_synth import TraceBuilder
 
 from aiprof.diagnose import Diagnosis, diagnose
 from aiprof.diagnose.engine import diagnose_ranks

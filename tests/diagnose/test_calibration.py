@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from kineto_synth import cpu_bound_with_ops, gpu_bound
+from tests.support.kineto_synth import cpu_bound_with_ops, gpu_bound
 
 from aiprof.cli.main import main
 from aiprof.diagnose import diagnose

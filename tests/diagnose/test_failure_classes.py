@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kineto_synth import TraceBuilder
+from tests.support.kineto_synth import TraceBuilder
 
 from aiprof.cli.main import main
 from aiprof.diagnose import DiagnoseOptions, diagnose

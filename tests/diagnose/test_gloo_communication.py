@@ -6,13 +6,10 @@ live by the slow test."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.support.gloo import run_ranks
 
 from aiprof.diagnose import diagnose
 
@@ -20,23 +17,9 @@ WORKER = Path(__file__).with_name("gloo_allreduce_worker.py")
 RECORDED = Path(__file__).parents[1] / "data" / "diagnose" / "gloo_allreduce_2rank"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def gloo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gloo")
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(_free_port()), "PYTHONWARNINGS": "ignore"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(out)],
-                              env={**env, "RANK": str(rank)}, stderr=subprocess.PIPE, text=True)
-             for rank in (0, 1)]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err[-2000:]
-    return out
+    return run_ranks(WORKER, out, timeout_s=120)
 
 
 def test_recorded_gloo_run_gets_its_communication_diagnosed() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kineto_synth import TraceBuilder, gpu_bound, launch_bound
+from tests.support.kineto_synth import TraceBuilder, gpu_bound, launch_bound
 
 from aiprof.diagnose import DiagnoseOptions, diagnose
 from aiprof.diagnose.context import Context

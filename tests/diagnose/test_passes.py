@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kineto_synth import TraceBuilder, gpu_bound, launch_bound
+from tests.support.kineto_synth import TraceBuilder, gpu_bound, launch_bound
 
 from aiprof.analysis.allocator import allocator_calls
 from aiprof.analysis.copies import copies
@@ -154,9 +154,12 @@ def test_misaligned_linear_dims(tmp_path: Path) -> None:
 
 def test_fusion_chain_between_gemms(tmp_path: Path) -> None:
     names = [GEMM_BF16, EW, EW, EW, EW, GEMM_BF16, EW, EW, GEMM_BF16]
-    result = fusion_chains(load_trace(_kernels_trace(tmp_path / "t.json.gz", names)))
-    assert len(result.chains) == 1 and len(result.chains[0].rows) == 4  # the 2-chain is too short
-    assert result.chain_us == pytest.approx(400.0)
+    trace = load_trace(_kernels_trace(tmp_path / "t.json.gz", names))
+    result = fusion_chains(trace)  # runs of 2 or more: what Inductor fuses
+    assert [len(c.rows) for c in result.chains] == [4, 2]
+    assert result.chain_us == pytest.approx(600.0)
+    longer = fusion_chains(trace, min_length=3)
+    assert len(longer.chains) == 1 and len(longer.chains[0].rows) == 4
 
 
 def test_small_grids_on_132_sms(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kineto_synth import TraceBuilder
+from tests.support.kineto_synth import TraceBuilder
 
 from aiprof.analysis.idle import stream_idle
 from aiprof.analysis.launch import launch_overhead

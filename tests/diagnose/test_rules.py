@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kineto_synth import TraceBuilder, gpu_bound, launch_bound
+from tests.support.kineto_synth import TraceBuilder, gpu_bound, launch_bound
 
 from aiprof.cli.main import main
 from aiprof.diagnose import diagnose

@@ -37,7 +37,7 @@ def test_every_category_is_documented() -> None:
 def test_the_report_diagnoses_each_rank_once_or_reuses_the_diagnosis(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kineto_synth import gpu_bound
+    from tests.support.kineto_synth import gpu_bound
 
     from aiprof.diagnose import engine
     from aiprof.diagnose.report_data import report_data

@@ -4,17 +4,14 @@ THEN the distributed analysis and the breakdown agree: one classifier
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
+from tests.support.kineto_synth import TraceBuilder
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "diagnose"))
-from kineto_synth import TraceBuilder  # noqa: E402
-
-from aiprof.analysis.classify import communication_kernels  # noqa: E402
-from aiprof.distributed.commtrace import compute_spans  # noqa: E402
-from aiprof.trace import load_trace  # noqa: E402
+from aiprof.analysis.classify import communication_kernels
+from aiprof.distributed.commtrace import compute_spans
+from aiprof.trace import load_trace
 
 NAMES = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "rcclKernel_AllGather_RING_SIMPLE",
          "ncclKernel_ReduceScatter_RING_LL_Sum_float", "ampere_sgemm_128x64_nn", "elementwise"]

@@ -97,7 +97,23 @@ def test_batching_bad_inputs(tmp_path, capsys):
 
 
 MODEL_FILE = textwrap.dedent("""
+    import time
+
     import torch
+
+    class Timed(torch.nn.Module):
+        # a linear layer that takes 2 ms + 0.5 ms per row: a model of controlled latency
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            time.sleep(0.002 + 0.0005 * x.shape[0])
+            return self.linear(x)
+
+    def timed():
+        torch.manual_seed(0)
+        return Timed(), lambda batch: torch.randn(batch, 16)
 
     def mlp():
         torch.manual_seed(0)
@@ -111,19 +127,44 @@ MODEL_FILE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_batching_bench_measures_and_serves(tmp_path, capsys):
     module = tmp_path / "models.py"
     module.write_text(MODEL_FILE)
     curve_csv = tmp_path / "curve.csv"
-    doc = _json(capsys, ["batching", "bench", "--model", f"{module}:mlp", "--batch-sizes", "1,4",
-                         "--iters", "5", "--rate", "200", "--concurrency", "2", "--requests",
-                         "60", "--curve-out", str(curve_csv), "--json"])
-    assert doc["curve"]["batch_sizes"] == [1, 4]
-    assert doc["open_loop"]["real"]["num_completed"] == 60
-    assert doc["closed_loop"]["real"]["num_completed"] == 60
-    assert doc["closed_loop"]["real"]["batch_size_histogram"]
-    assert doc["closed_loop"]["simulated"]["num_completed"] == 60
+    doc = _json(capsys, ["batching", "bench", "--model", f"{module}:timed", "--batch-sizes",
+                         "1,4", "--max-batch", "4", "--iters", "5", "--concurrency", "1,2",
+                         "--duration-s", "0.2", "--min-requests", "40", "--overload", "5",
+                         "--calibration-requests", "30", "--p99-ms", "60",
+                         "--tune-requests", "200", "--curve-out", str(curve_csv), "--json"])
+    assert doc["schema"] == "aiprof.batching.bench/2"
+    result = doc["result"]
+    assert result["curve"]["batch_sizes"] == [1, 4]
+    assert [p["label"] for p in result["open_loop"]] == ["40% of capacity", "80% of capacity"]
+    for point in result["open_loop"] + result["closed_loop"]:
+        real = point["real"]
+        assert real["num_ok"] == real["num_requests"] >= 40  # no queue bound: all served
+        assert real["num_lost"] == real["num_duplicated"] == 0
+        assert point["simulated"]["num_completed"] == real["num_requests"]
+        assert set(doc["errors"][point["label"]]) == {"throughput_pct", "p50_pct", "p99_pct"}
+    assert result["closed_loop"][1]["real"]["server"]["batch_size_histogram"]
+    overload = result["overload"]
+    assert overload["num_lost"] == overload["num_duplicated"] == 0
+    assert overload["num_ok"] + sum(overload["rejected"].values()) == overload["num_requests"]
+    assert result["tuner"]["best"]["max_batch_size"] <= 4
     assert curve_csv.read_text().startswith("batch_size,latency_ms")
+
+
+def test_batching_bench_without_cuda_exit_2(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    module = tmp_path / "models.py"
+    module.write_text(MODEL_FILE)
+    assert main(["batching", "bench", "--model", f"{module}:mlp", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no CUDA device" in err
 
 
 def test_batching_bench_failing_factory_exit_2(tmp_path, capsys):

@@ -35,12 +35,13 @@ def browser() -> str:
     return found
 
 
-def open_page(path: Path, *extra: str) -> PageRun:
-    """The DOM after the page's scripts ran (``--dump-dom``) and Chromium's log."""
+def open_page(path: Path, *extra: str, fragment: str = "") -> PageRun:
+    """The DOM after the page's scripts ran (``--dump-dom``) and Chromium's log; ``fragment``
+    is put after ``#`` in the address."""
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
             [browser(), *FLAGS, f"--user-data-dir={profile}", *extra, "--dump-dom",
-             path.resolve().as_uri()],
+             path.resolve().as_uri() + (f"#{fragment}" if fragment else "")],
             capture_output=True, text=True, timeout=60, check=False,
         )
     return PageRun(done.stdout, done.stderr)

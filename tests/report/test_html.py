@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from chromium import open_page
+from tests.support.kineto_synth import TraceBuilder
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "diagnose"))
-from kineto_synth import TraceBuilder  # noqa: E402
-
-from aiprof.cli.main import main  # noqa: E402
-from aiprof.diagnose import diagnose  # noqa: E402
+from aiprof.cli.main import main
+from aiprof.diagnose import diagnose
 
 DATA = Path(__file__).parents[1] / "data" / "h200"
 PAYLOADS = [

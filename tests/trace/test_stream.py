@@ -18,7 +18,8 @@ from tests.trace.same_results import assert_same
 from aiprof.analysis.summary import summary
 from aiprof.analysis.timeline_steps import merged_timeline
 from aiprof.diagnose import DiagnoseOptions, diagnose
-from aiprof.diagnose.report_data import report_data, report_stream
+from aiprof.diagnose.finding import Diagnosis
+from aiprof.diagnose.report_data import ReportData, report_data, report_stream
 from aiprof.distributed.analysis import DistributedOptions, analyze_distributed
 from aiprof.errors import InputError
 from aiprof.record.targets import load_traces, stream_traces
@@ -67,6 +68,19 @@ def _every_result(traces: object) -> dict[str, object]:
     }
 
 
+def _untied(result: object) -> object:
+    """``result`` without the rank each merged finding names: ranks 0, 2, 4 and 6 of the 8-rank
+    set are the same file, so "the rank where it costs most" is a tie that the last bit of the
+    gain breaks, and the in-process path's shifted clocks move that bit (module doc)."""
+    if isinstance(result, ReportData):
+        return replace(result, diagnosis=_untied(result.diagnosis))
+    if isinstance(result, Diagnosis):
+        findings = [replace(f, evidence={k: v for k, v in f.evidence.items() if k != "rank"})
+                    for f in result.findings]
+        return replace(result, findings=findings)
+    return result
+
+
 @pytest.fixture(scope="session")
 def in_process(eight_ranks: Path) -> dict[str, dict[str, object]]:
     return {name: _every_result(load_traces(_target(name, eight_ranks))) for name in TARGETS}
@@ -88,7 +102,7 @@ def test_workers_give_the_in_process_results(
     assert stream.worker_count() == 2
     streamed = _every_result(stream)
     for key, expected in in_process[name].items():
-        assert_same(streamed[key], expected, f"{name} {key}", close=True)
+        assert_same(_untied(streamed[key]), _untied(expected), f"{name} {key}", close=True)
     for key, expected in inline[name].items():
         assert_same(streamed[key], expected, f"{name} {key} (inline)")
 
@@ -147,7 +161,7 @@ def test_ray_gives_the_in_process_results(
     stream = stream_traces(_target(name, eight_ranks), ray="local")
     streamed = _every_result(stream)
     for key, expected in in_process[name].items():
-        assert_same(streamed[key], expected, f"{name} {key} (Ray)", close=True)
+        assert_same(_untied(streamed[key]), _untied(expected), f"{name} {key} (Ray)", close=True)
     for key, expected in inline[name].items():
         assert_same(streamed[key], expected, f"{name} {key} (Ray, inline)")
 

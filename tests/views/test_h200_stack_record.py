@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from aiprof import load_traces
 from aiprof.analysis.python_tree import python_call_tree
 
@@ -23,3 +25,19 @@ def test_python_tree_of_a_real_h200_record() -> None:
     kernels_us = float(trace.kernels.dur_us.sum())
     assert 0 < roots_gpu <= kernels_us * (1 + 1e-9)
     assert any(n.self_gpu_us > 0 for n in tree.nodes)
+
+
+def test_the_harness_above_the_script_is_left_out_by_default() -> None:
+    trace = load_traces(RUN)[0]
+    tree = python_call_tree(trace)
+    everything = python_call_tree(trace, harness=True)
+    roots = [n.name for n in tree.nodes if n.parent == -1]
+    assert any("gpt2_train.py" in name and name.endswith("<module>") for name in roots)
+    assert not any("aiprof/capture/sampler.py" in n.name for n in tree.nodes)
+    assert any("aiprof/capture/sampler.py" in n.name for n in everything.nodes)
+    assert not any(name.startswith(("threading.py", "<frozen runpy>", "aiprof/cli"))
+                   for name in roots)
+    # aiprof's step hook inside optimizer.step() is the user's step time: it stays
+    assert any("aiprof/capture/steps.py" in n.name for n in tree.nodes)
+    gpu = sum(n.total_gpu_us for n in tree.nodes if n.parent == -1)
+    assert gpu == pytest.approx(sum(n.total_gpu_us for n in everything.nodes if n.parent == -1))

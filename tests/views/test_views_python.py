@@ -65,9 +65,13 @@ def test_real_with_stack_session(tmp_path: Path) -> None:
     path = tmp_path / "stack.json"
     prof.export_chrome_trace(str(path))
     trace = load_trace(path)
-    tree = python_call_tree(trace)
+    everything = python_call_tree(trace, harness=True)
     frames = trace.python_functions
     roots = frames.parent_id < 0
-    assert tree.total_cpu_us == pytest.approx(float(frames.dur_us[roots].sum()))
+    assert everything.total_cpu_us == pytest.approx(float(frames.dur_us[roots].sum()))
+    assert sum(n.self_cpu_us for n in everything.nodes) == pytest.approx(
+        everything.total_cpu_us)
+    tree = python_call_tree(trace)
     assert sum(n.self_cpu_us for n in tree.nodes) == pytest.approx(tree.total_cpu_us)
+    assert 0 < tree.total_cpu_us <= everything.total_cpu_us
     assert any(n.name.endswith(": layer") and n.count == 3 for n in tree.nodes)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import DATA
 
-from aiprof.analysis.views import MAX_POINTS, rank_views
+from aiprof.analysis.views import MAX_POINTS, rank_views, report_views
 from aiprof.cli.main import main
 from aiprof.record.runrecord import load_run
 
@@ -70,3 +70,37 @@ def test_all_ranks_share_one_timeline(public_traces: Path, tmp_path: Path) -> No
     assert main(["report", str(public_traces / "trace_filter"), "-o", str(out)]) == 0
     run = open_page(out)
     assert run.console_errors == [] and ">rank 1 GPU" in run.dom
+
+
+@pytest.fixture(scope="module")
+def two_ranks(public_traces: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("two") / "two.html"
+    assert main(["report", str(public_traces / "trace_filter"), "-o", str(out)]) == 0
+    return out
+
+
+PANES = ("ops", "kernels", "queue", "critical-path", "memory", "python", "gpu-samples")
+
+
+def test_every_rank_has_its_sections(public_traces: Path, two_ranks: Path) -> None:
+    from aiprof.record.targets import load_traces
+
+    page = two_ranks.read_text()
+    views = report_views(list(load_traces([public_traces / "trace_filter"])))
+    for anchor in PANES:
+        section = page.split(f'<section id="{anchor}">', 1)[1].split("</section>", 1)[0]
+        assert [section.count(f'class="rank-pane" data-rank="{r}"') for r in (0, 1)] == [1, 1]
+    for v in views.ranks:  # each rank's own numbers, not rank 0's twice
+        assert v.kernels.rows[0].name.split("<")[0] in page
+        assert views.rows[v.rank].kernel_us == pytest.approx(v.kernels.kernel_us)
+    distributed = page.split('<section id="distributed">', 1)[1].split("</section>", 1)[0]
+    assert "Critical path across the ranks" in distributed and distributed.count("<tr>") >= 3
+    assert views.across is not None and views.across.num_unjoined > 0
+
+
+@pytest.mark.parametrize("pick", ["1", "all"])
+def test_rank_picker_in_chromium(two_ranks: Path, pick: str) -> None:
+    run = open_page(two_ranks, fragment=f"rank={pick}")
+    assert run.console_errors == [] and f'data-rank-shown="{pick}"' in run.dom
+    hidden = {r: run.dom.count(f'class="rank-pane" data-rank="{r}" hidden') for r in (0, 1)}
+    assert hidden == ({0: len(PANES), 1: 0} if pick == "1" else {0: 0, 1: 0})

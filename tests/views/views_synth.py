@@ -38,6 +38,10 @@ class Builder:
                   correlation=self.correlation, **{"External id": external})
         return self.correlation
 
-    def write(self, path: Path) -> Path:
-        path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": self.events}))
+    def write(self, path: Path, *, rank: int | None = None, world_size: int = 2) -> Path:
+        """The trace as a Kineto JSON file (of rank ``rank`` of ``world_size``, if given)."""
+        doc: dict[str, Any] = {"schemaVersion": 1, "traceEvents": self.events}
+        if rank is not None:
+            doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world_size}
+        path.write_text(json.dumps(doc))
         return path

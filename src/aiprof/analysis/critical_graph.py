@@ -55,6 +55,8 @@ class Graph:
     weight_us: np.ndarray
     kind: np.ndarray  # index into EDGE_TYPES
     event: np.ndarray  # the event an edge is attributed to, -1 for none
+    num_ops: int  # events [0, num_ops) are CPU ops, [num_ops, num_cpu) runtime calls
+    rows: np.ndarray  # per event: its row in trace.cpu_ops, trace.runtime or trace.gpu_ops
 
     def node_ts(self, nodes: np.ndarray) -> np.ndarray:
         events = nodes // 2
@@ -93,7 +95,8 @@ def build_graph(trace: Trace, lo_us: float, hi_us: float) -> Graph:
     ]
     src, dst, weight, kind, event = (np.concatenate([p[i] for p in parts]) for i in range(5))
     return Graph(ts, dur, names, stream, num_cpu, src.astype(np.int64), dst.astype(np.int64),
-                 weight, kind.astype(np.int64), event.astype(np.int64))
+                 weight, kind.astype(np.int64), event.astype(np.int64), len(op_rows),
+                 np.concatenate([op_rows, call_rows, gpu_rows]))
 
 
 Edges = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]

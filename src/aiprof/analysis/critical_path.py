@@ -82,14 +82,16 @@ def critical_path(trace: Trace, *, step: int | None = None, annotation: str | No
     """The critical path of step number ``step`` (default: the second step, or the only one),
     or of the ``instance``-th span of the ``record_function`` named ``annotation``
     (``""``: the whole trace)."""
-    lo, hi, label = _window(trace, step, annotation, instance)
+    lo, hi, label = path_window(trace, step, annotation, instance)
     graph = build_graph(trace, lo, hi)
-    path = _longest_path(graph)
+    path = longest_path(graph.src, graph.dst, graph.weight_us, graph.node_ts(graph.src),
+                        graph.node_ts(graph.dst), 2 * len(graph.ts_us))
     return _result(trace, graph, path, lo, hi, label)
 
 
-def _window(trace: Trace, step: int | None, annotation: str | None,
-            instance: int) -> tuple[float, float, str]:
+def path_window(trace: Trace, step: int | None, annotation: str | None,
+                instance: int) -> tuple[float, float, str]:
+    """(start, end, label) of the window ``critical_path`` analyzes (its arguments)."""
     if annotation is not None:
         if annotation == "":
             tables = [t for _, t in trace.tables() if isinstance(t, SpanTable) and len(t)]
@@ -119,18 +121,20 @@ def _step_index(trace: Trace, numbers: list[int], step: int) -> int:
     return numbers.index(step)
 
 
-def _longest_path(graph: Graph) -> list[int]:
-    """Edge indices of the longest path: a pass over the edges in the order of their
-    destination's time; where a tie left an edge unsettled (checked over all edges at once),
-    another pass."""
-    if len(graph.src) == 0:
+def longest_path(src_nodes: np.ndarray, dst_nodes: np.ndarray, weight_us: np.ndarray,
+                 src_ts_us: np.ndarray, dst_ts_us: np.ndarray, num_nodes: int) -> list[int]:
+    """Edge indices of the longest path of an acyclic graph: a pass over the edges in the
+    order of their destination's time; where a tie (or an edge against the clock) left an
+    edge unsettled (checked over all edges at once), another pass."""
+    if len(src_nodes) == 0:
         return []
-    order = np.lexsort((graph.node_ts(graph.src), graph.node_ts(graph.dst)))
-    src_array, dst_array = graph.src[order], graph.dst[order]
-    weight_array = graph.weight_us[order]
+    order = np.lexsort((src_ts_us, dst_ts_us))
+    src_array, dst_array = src_nodes[order], dst_nodes[order]
+    weight_array = weight_us[order]
     src, dst, weight = src_array.tolist(), dst_array.tolist(), weight_array.tolist()
-    best = [0.0] * (2 * len(graph.ts_us))
+    best = [0.0] * num_nodes
     via = [-1] * len(best)
+    reached = np.zeros(num_nodes)
     for _ in range(len(best)):  # settles in one pass but for ties; bounded for safety
         for e, (u, v, w) in enumerate(zip(src, dst, weight, strict=True)):
             if best[u] + w > best[v] + 1e-9:
@@ -138,7 +142,7 @@ def _longest_path(graph: Graph) -> list[int]:
         reached = np.array(best)
         if not np.any(reached[src_array] + weight_array > reached[dst_array] + 1e-9):
             break
-    node = int(np.argmax(best))
+    node = int(np.argmax(reached))
     path: list[int] = []
     while via[node] >= 0 and len(path) < len(src):
         path.append(int(order[via[node]]))
@@ -154,7 +158,7 @@ def _result(trace: Trace, graph: Graph, path: list[int], lo: float, hi: float,
     ids, which = np.unique(name_id, return_inverse=True)
     distinct = [trace.name(int(i)) if i >= 0 else "" for i in ids]
     names = [distinct[j] for j in which.tolist()]
-    bound = _bounds(trace, graph, kind, event, name_id)
+    bound = edge_bounds(trace, graph, kind, event, name_id)
     by_bound = {b: float(weight[bound == k].sum()) for k, b in enumerate(BOUNDS)}
     counted = (bound >= 0) & (weight > 0)
     keys = which[counted] * len(BOUNDS) + bound[counted]
@@ -174,9 +178,9 @@ def _result(trace: Trace, graph: Graph, path: list[int], lo: float, hi: float,
     )
 
 
-def _bounds(trace: Trace, graph: Graph, kind: np.ndarray, event: np.ndarray,
-            name_id: np.ndarray) -> np.ndarray:
-    """Index into ``BOUNDS`` of each path edge, -1 for dependency and sync edges."""
+def edge_bounds(trace: Trace, graph: Graph, kind: np.ndarray, event: np.ndarray,
+                name_id: np.ndarray) -> np.ndarray:
+    """Index into ``BOUNDS`` of each edge, -1 for dependency and sync edges."""
     cpu, compute, comm, kernel_kernel, launch = range(len(BOUNDS))
     span = (kind == OPERATOR) & (event >= 0)
     is_comm = trace.strings.mask(np.maximum(name_id, 0), COMMUNICATION_KERNEL)

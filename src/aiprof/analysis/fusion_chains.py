@@ -47,8 +47,15 @@ class FusionChainsResult:
         return sum(len(c.rows) for c in self.chains)
 
 
-def fusion_chains(trace: Trace, min_length: int = 3) -> FusionChainsResult:
-    """Find the chains (see the module docstring)."""
+MIN_LENGTH = 2
+"""Two memory-bound kernels in a row are one kernel under torch.compile (Inductor fuses every
+run of pointwise and reduction ops between the kernels it does not generate)."""
+
+
+def fusion_chains(trace: Trace, min_length: int = MIN_LENGTH,
+                  with_bytes: bool = True) -> FusionChainsResult:
+    """Find the chains (see the module docstring); ``with_bytes=False`` leaves their bytes
+    saved unknown (no cost model per op: faster)."""
     win = gpu_window(trace)
     ops = trace.gpu_ops
     rows = win.rows[win.rows < len(trace.kernels)]
@@ -57,18 +64,19 @@ def fusion_chains(trace: Trace, min_length: int = 3) -> FusionChainsResult:
     chains = []
     for stream in np.unique(ops.stream[rows]):
         mine = ops.stream[rows] == stream
-        chains.extend(_runs(trace, rows[mine], light[mine], min_length))
+        chains.extend(_runs(trace, rows[mine], light[mine], min_length, with_bytes))
     chains.sort(key=lambda c: -c.total_us)
     return FusionChainsResult(chains)
 
 
-def _runs(trace: Trace, rows: np.ndarray, light: np.ndarray, min_length: int) -> list[Chain]:
+def _runs(trace: Trace, rows: np.ndarray, light: np.ndarray, min_length: int,
+          with_bytes: bool) -> list[Chain]:
     edges = np.diff(np.concatenate([[0], light.astype(np.int8), [0]]))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     dur = trace.gpu_ops.dur_us
     return [
         Chain(rows[s:e], float(dur[rows[s:e]].sum()), float(dur[rows[s:e]].max()),
-              _bytes_saved(trace, rows[s:e]))
+              _bytes_saved(trace, rows[s:e]) if with_bytes else None)
         for s, e in zip(starts, ends, strict=True)
         if e - s >= min_length
     ]

@@ -8,7 +8,18 @@ Two kinds of CPU span count, inside the steps:
   work on CPU tensors (decoding, resizing, augmenting a batch in the loop), file I/O wrapped in
   ops;
 - a runtime call of at least ``min_us`` (a synchronous copy of a few bytes that blocks for
-  hundreds of ms, a driver call): its time beyond the GPU work it waited for.
+  hundreds of ms, a driver call): its time beyond the GPU work it waited for;
+- time in which no thread has any CPU op or runtime call recorded (``UNTRACKED``), inside a
+  stretch that launches nothing for at least ``LAUNCH_FREE_FACTOR`` median launch-to-launch
+  intervals and ends in a host-to-device copy: Python that does not call torch and makes the
+  data the GPU then receives (a tokenizer, numpy augmentation, file reads), in a trace that
+  records CPU ops. The Python of an optimizer or of a training loop (grouping tensors, the
+  loop's bookkeeping) launches next, uploads nothing, and is the launch overhead a CUDA graph
+  removes. The Python of an eager model between its ops (80-150
+  µs between a LayerNorm and the next Linear in the transformers models of the H200 suite)
+  sits between launches: the launch overhead ``cpu_bound`` removes. A thread blocked while
+  another works (the main thread in ``backward()`` while the autograd thread runs) leaves no
+  untracked time, since the other thread's ops fill it.
 
 Spans the DataLoader (``dataloader.py``) or the allocator (``allocator.py``) own are left out;
 what remains is measured against the GPU's idle time (no GPU op running on any stream).
@@ -16,6 +27,7 @@ what remains is measured against the GPU's idle time (no GPU op running on any s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +36,15 @@ from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.step_breakdown import in_window
 from aiprof.trace import Trace
+
+LAUNCH_FREE_FACTOR = 10.0
+"""A stretch without launches this many median launch-to-launch intervals long is not slow
+launching (the threshold the replay uses for a launch call that waited inside it,
+``diagnose.replay.LAUNCH_FREE_FACTOR``; aiprof's)."""
+HOST_TO_DEVICE = re.compile(r"\bHtoD\b")
+"""Kineto's name of a host-to-device copy (``Memcpy HtoD (Pageable -> Device)``)."""
+UNTRACKED = "(Python outside any op)"
+"""The name of host work no CPU op or runtime call records (``untracked_gaps``)."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +92,40 @@ def host_work(trace: Trace, min_us: float, owned: iv.Intervals = iv.EMPTY,
     call_rows = call_rows[~np.isin(call_rows, skip.astype(np.int64))]
     work = iv.union(np.concatenate([ops.ts_us[op_rows], rt.ts_us[call_rows]]),
                     np.concatenate([ops.end_us[op_rows], rt.end_us[call_rows]]))
-    found = iv.subtract(iv.intersect(work, window), owned)
+    gaps = iv.subtract(untracked_gaps(trace, window), owned)
+    found = iv.union_all(iv.subtract(iv.intersect(work, window), owned), gaps)
     items = _items(trace, op_rows, call_rows, idle, owned)
+    if iv.length(gaps) > 0:
+        items.append(HostWorkItem(UNTRACKED, "gap", len(gaps[0]), iv.length(gaps),
+                                  iv.length(iv.intersect(gaps, idle))))
+        items.sort(key=lambda i: (-i.gpu_idle_us, i.name))
     return HostWorkResult(found, iv.length(idle), iv.length(iv.intersect(found, idle)), items)
+
+
+def untracked_gaps(trace: Trace, window: iv.Intervals) -> iv.Intervals:
+    """Time inside ``window`` with no CPU op or runtime call on any thread, within stretches
+    that launch nothing for at least ``LAUNCH_FREE_FACTOR`` median launch-to-launch intervals
+    and end in a host-to-device copy (the host made data for the GPU there); none when the
+    trace records no CPU ops (then every gap between launches would look untracked)."""
+    ops, rt, gpu = trace.cpu_ops, trace.runtime, trace.gpu_ops
+    rows = np.flatnonzero(gpu.launch_row >= 0)
+    at = rt.ts_us[gpu.launch_row[rows]]
+    inside = in_window(at, window)
+    rows, at = rows[inside], at[inside]
+    if len(ops.ts_us) == 0 or len(at) < 2:
+        return iv.EMPTY
+    order = np.argsort(at, kind="stable")
+    rows, at = rows[order], at[order]
+    min_stretch_us = LAUNCH_FREE_FACTOR * float(np.median(np.diff(at)))
+    first_copy = len(trace.kernels)
+    uploads = (rows >= first_copy) & (rows < first_copy + len(trace.memcpy))
+    uploads[uploads] = trace.strings.mask(gpu.name_id[rows[uploads]], HOST_TO_DEVICE)
+    previous = np.concatenate([[float(window[0][0])], at[:-1]])
+    keep = uploads & (at - previous >= min_stretch_us)
+    stretches = iv.intersect(iv.union(previous[keep], at[keep]), window)
+    events = iv.union(np.concatenate([ops.ts_us, rt.ts_us]),
+                      np.concatenate([ops.end_us, rt.end_us]))
+    return iv.subtract(stretches, events)
 
 
 def _idle_ops(trace: Trace, min_us: float, window: iv.Intervals) -> np.ndarray:

@@ -6,6 +6,14 @@ from one call path are merged into one node (the call tree, not the call graph):
 total is the time its frames lasted, its self time the total minus its children's. A GPU op
 counts for the innermost frame of its launching thread that contains its launch call; a
 node's total GPU time includes its descendants'.
+
+The harness is left out by default: frames of aiprof itself, ``runpy`` and ``threading`` that
+have no frame of the user's code above them, and everything aiprof's own threads run. That
+drops the call chain from ``aiprof run`` down to the script's ``<module>`` (runpy hands over to
+the script there, whose frames become the roots) and the NVML sampler's thread with the pynvml
+and lock frames under it; it keeps every frame under user code, aiprof's step hooks inside
+``optimizer.step()`` included (they cost the step time), and user threads started through
+``threading``. ``harness=True`` keeps all.
 """
 
 from __future__ import annotations
@@ -52,28 +60,84 @@ class CallTree:
         return data_frame({n: [getattr(c, n) for c in self.nodes] for n in names})
 
 
-def python_call_tree(trace: Trace) -> CallTree:
-    """The merged call tree of every thread's Python frames (see the module docstring)."""
+AIPROF_MARK = "aiprof/"
+HANDOFF_MARKS = ("<frozen runpy>", "runpy.py(")
+"""runpy runs the user's script: after it the frames are the user's again."""
+PLAIN_MARKS = ("threading.py(",)
+"""Frames that belong to whoever called them."""
+
+
+def _kinds(trace: Trace, name_id: np.ndarray) -> np.ndarray:
+    """Per frame: 0 user code, 1 aiprof, 2 runpy (hands over to the script), 3 threading."""
+    kind_of = {}
+    for i in np.unique(name_id).tolist():
+        name = trace.name(int(i))
+        kind_of[i] = (1 if AIPROF_MARK in name else 2 if any(m in name for m in HANDOFF_MARKS)
+                      else 3 if any(m in name for m in PLAIN_MARKS) else 0)
+    lookup_kind = np.zeros(int(name_id.max()) + 1, np.int8)
+    for i, kind in kind_of.items():
+        lookup_kind[i] = kind
+    kinds: np.ndarray = lookup_kind[name_id]
+    return kinds
+
+
+def _harness(parent: np.ndarray, depth: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """Frames to leave out: the harness prefix of each thread (aiprof, runpy and threading
+    frames with no user frame above), and every frame under a prefix whose last say was
+    aiprof's (aiprof's own threads: the NVML sampler and what it calls)."""
+    n = len(parent)
+    prefix = np.zeros(n, bool)
+    aiprof_owned = np.zeros(n, bool)  # the prefix so far was handed to aiprof, not to runpy
+    dead = np.zeros(n, bool)  # under aiprof's own code: the whole subtree goes
+    for level in range(int(depth.max()) + 1 if n else 0):
+        rows = np.flatnonzero(depth == level)
+        up = parent[rows]
+        has_up = up >= 0
+        up0 = np.maximum(up, 0)
+        above_prefix = np.where(has_up, prefix[up0], True)
+        above_owned = np.where(has_up, aiprof_owned[up0], False)
+        above_dead = np.where(has_up, dead[up0], False)
+        is_prefix = above_prefix & (kind[rows] > 0) & ~above_dead
+        prefix[rows] = is_prefix
+        aiprof_owned[rows] = np.where(kind[rows] == 1, True,
+                                      np.where(kind[rows] == 2, False, above_owned))
+        dead[rows] = above_dead | (~is_prefix & above_prefix & above_owned & has_up)
+    drop: np.ndarray = prefix | dead
+    return drop
+
+
+def python_call_tree(trace: Trace, *, harness: bool = False) -> CallTree:
+    """The merged call tree of every thread's Python frames (see the module docstring);
+    ``harness`` keeps the frames of aiprof, runpy and threading above the user's code."""
     py = trace.python_functions
-    n = len(py)
-    if n == 0:
+    if len(py) == 0:
         return CallTree(trace.rank, trace.path, [])
     parent = lookup(py.parent_id, py.python_id)
+    dur, name_id, self_gpu = py.dur_us, py.name_id, _gpu_by_frame(trace)
+    if not harness:
+        drop = _harness(parent, _depths(parent), _kinds(trace, name_id))
+        if drop.all():
+            return CallTree(trace.rank, trace.path, [])
+        keep = np.flatnonzero(~drop)
+        new_index = np.full(len(parent), -1)
+        new_index[keep] = np.arange(len(keep))
+        parent = np.where(parent[keep] >= 0, new_index[np.maximum(parent[keep], 0)], -1)
+        dur, name_id, self_gpu = dur[keep], name_id[keep], self_gpu[keep]
+    n = len(parent)
     depth = _depths(parent)
-    node = _merge_paths(parent, depth, py.name_id)
-    self_gpu = _gpu_by_frame(trace)
-    total_cpu = np.bincount(node, weights=py.dur_us)
+    node = _merge_paths(parent, depth, name_id)
+    total_cpu = np.bincount(node, weights=dur)
     children = np.zeros(n)
     has = parent >= 0
-    np.add.at(children, parent[has], py.dur_us[has])
-    self_cpu = np.bincount(node, weights=py.dur_us - children)
+    np.add.at(children, parent[has], dur[has])
+    self_cpu = np.bincount(node, weights=dur - children)
     num_nodes = int(node.max()) + 1
     node_parent = np.full(num_nodes, -1)
     node_parent[node[has]] = node[parent[has]]
     node_depth = np.zeros(num_nodes, np.int64)
     node_depth[node] = depth
     node_name = np.zeros(num_nodes, np.int64)
-    node_name[node] = py.name_id
+    node_name[node] = name_id
     gpu_self = np.bincount(node, weights=self_gpu, minlength=num_nodes)
     gpu_total = gpu_self.copy()
     for level in range(int(node_depth.max()), 0, -1):

@@ -26,6 +26,10 @@ class StepTimer:
         self.clock = "cuda_events" if torch.cuda.is_available() else "host"
         self._marks: list[Any] = []
 
+    def discard_through(self, steps: int) -> None:
+        """Time only the steps after the first ``steps`` (decided while the run goes on)."""
+        self._discarded = max(1, steps)
+
     def mark(self) -> None:
         """A step just ended (called at each boundary while the profiler is off)."""
         if self.clock == "cuda_events":

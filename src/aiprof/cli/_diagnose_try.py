@@ -85,7 +85,7 @@ def run_with_try(args: argparse.Namespace, options: Any) -> int:
     request = TryRequest(command=command, fixes=fixes, protocol=protocol, record_dir=run_dir,
                          estimates=estimated_gains(pairs), code_categories=tuple(
                              c for c, _ in pairs), budget_s=args.budget,
-                         rtol=args.loss_tolerance or DEFAULT_RTOL)
+                         rtol=args.loss_tolerance or DEFAULT_RTOL, aa=args.aa)
     document = run_try(request).document()
     if args.json:
         print(dumps({"diagnosis": result.document(), "try": document}))

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiprof.record.targets import PathLike, Target
+    from aiprof.trace import Trace, TraceSet
+    from aiprof.trace.stream import TraceStream
 
 TARGET_HELP = (
     "a trace file (.json/.json.gz), a directory of rank traces, a run record from "
@@ -25,7 +32,7 @@ def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
                              "longer than a second)")
 
 
-def busy(args: argparse.Namespace, label: str) -> Any:
+def busy(args: argparse.Namespace, label: str) -> AbstractContextManager[None]:
     """A progress line for ``label`` unless ``--quiet`` or stderr is not a terminal."""
     from aiprof.report.progress import busy as show
     from aiprof.report.progress import wanted
@@ -33,12 +40,13 @@ def busy(args: argparse.Namespace, label: str) -> Any:
     return show(label, enabled=wanted(getattr(args, "quiet", False)))
 
 
-def load_traces(args: argparse.Namespace, targets: Any, **options: Any) -> Any:
+def load_traces(args: argparse.Namespace, targets: PathLike | Sequence[PathLike], *,
+                step_annotation: str | None = None) -> TraceSet:
     """``aiprof.record.targets.load_traces`` with a progress line."""
     from aiprof.record.targets import load_traces as load
 
     with busy(args, "reading traces"):
-        return load(targets, **options)
+        return load(targets, step_annotation=step_annotation)
 
 
 def add_ray_argument(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +58,8 @@ def add_ray_argument(parser: argparse.ArgumentParser) -> None:
              "paths must be the same on every node. Needs pip install 'aiprof[ray]'")
 
 
-def load_ranks(args: argparse.Namespace, targets: Any, **options: Any) -> Any:
+def load_ranks(args: argparse.Namespace, targets: PathLike | Sequence[PathLike], *,
+               step_annotation: str | None = None) -> TraceSet | TraceStream:
     """What a command that analyses every rank reads: a ``TraceStream`` (each rank read and
     analysed in a worker process, or a Ray task with ``--ray``) when the targets hold several
     traces or ``--ray`` is given, else the one trace as a ``TraceSet``."""
@@ -58,11 +67,12 @@ def load_ranks(args: argparse.Namespace, targets: Any, **options: Any) -> Any:
 
     ray = getattr(args, "ray", None)
     if ray is None and sum(len(t.files) for t in resolve_all(targets)) < 2:
-        return load_traces(args, targets, **options)
-    return stream_traces(targets, ray=ray, **options)
+        return load_traces(args, targets, step_annotation=step_annotation)
+    return stream_traces(targets, ray=ray, step_annotation=step_annotation)
 
 
-def load_rank(args: argparse.Namespace, target: Any, rank: int | None) -> Any:
+def load_rank(args: argparse.Namespace, target: PathLike,
+              rank: int | None) -> tuple[Trace, Target]:
     """``aiprof.record.targets.load_rank`` with a progress line."""
     from aiprof.record.targets import load_rank as load
 

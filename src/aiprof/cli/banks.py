@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 Rows = list[tuple[str, "BankConflicts"]]
 
 
-def _rows(args: argparse.Namespace) -> tuple[str, Rows, dict[str, object]]:
+def _rows(args: argparse.Namespace) -> tuple[str, Rows, dict[str, object], int | None]:
+    """Title, labelled results, the JSON data and, for a tile, the padding that fixes it."""
     from aiprof.gpu.banks import strided_shared
     from aiprof.gpu.tiles import tile_access
 
@@ -43,39 +44,26 @@ def _rows(args: argparse.Namespace) -> tuple[str, Rows, dict[str, object]]:
     if args.stride is not None:
         result = strided_shared(args.stride, args.elem_bytes)
         return (f"s[t * {args.stride}], {args.elem_bytes}-byte elements",
-                [("access", result)], {"access": asdict(result)})
+                [("access", result)], {"access": asdict(result)}, None)
     rows, cols = args.tile
     tile = tile_access(rows, cols, args.pad, args.elem_bytes)
     title = f"tile[{rows}][{cols} + {args.pad}], {args.elem_bytes}-byte elements"
-    return title, [("column read", tile.column_read), ("row read", tile.row_read)], asdict(tile)
-
-
-def _render(title: str, rows: list[tuple[str, BankConflicts]], extra: dict[str, object]) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=escape(f"Shared-memory bank conflicts: {title}"))
-    for header in ("request", "wavefronts", "ideal", "conflicts", "ways", "packed"):
-        table.add_column(header, justify="right")
-    for label, r in rows:
-        table.add_row(label, str(r.wavefronts), str(r.ideal_wavefronts), str(r.conflicts),
-                      f"{r.ways}-way", "yes" if r.packed else "no")
-    console = Console()
-    console.print(table)
-    if "suggested_pad" in extra:
-        console.print(f"padding that removes column-read conflicts: {extra['suggested_pad']} "
-                      "element(s) per row")
+    reads = [("column read", tile.column_read), ("row read", tile.row_read)]
+    return title, reads, asdict(tile), tile.suggested_pad
 
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.jsontext import dumps
 
-    title, rows, data = _rows(args)
+    title, rows, data, pad = _rows(args)
     if args.json:
         print(dumps(data))
-    else:
-        _render(title, rows, data)
+        return 0
+    from rich.console import Console
+
+    from aiprof.report.gpu_models_terminal import render_bank_conflicts
+
+    render_bank_conflicts(Console(), title, rows, pad)
     return 0
 
 

@@ -44,29 +44,18 @@ def _results(args: argparse.Namespace) -> list[tuple[str, Coalescing]]:
             for s in args.stride]
 
 
-def _render(rows: list[tuple[str, Coalescing]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Global-memory coalescing per warp request (sm_70+: 32-byte sectors)")
-    for header in ("stride", "sectors/req", "ideal", "useful B", "fetched B", "efficiency",
-                   "128 B lines (legacy)", "legacy eff."):
-        table.add_column(header, justify="right")
-    for label, r in rows:
-        table.add_row(label, str(r.sectors_per_request), str(r.ideal_sectors_per_request),
-                      str(r.bytes_useful), str(r.bytes_fetched), f"{100 * r.efficiency:.1f}%",
-                      str(r.legacy_transactions), f"{100 * r.legacy_efficiency:.1f}%")
-    Console().print(table)
-
-
 def run(args: argparse.Namespace) -> int:
     from aiprof.jsontext import dumps
 
     rows = _results(args)
     if args.json:
         print(dumps([{"label": label, **_as_dict(r)} for label, r in rows]))
-    else:
-        _render(rows)
+        return 0
+    from rich.console import Console
+
+    from aiprof.report.gpu_models_terminal import render_coalescing
+
+    render_coalescing(Console(), rows)
     return 0
 
 

@@ -31,38 +31,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _render(report: Any, graph: Any, compiled: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"Cold start on {report.device} ({report.file_bytes / 2**20:.1f} MiB)")
-    table.add_column("step")
-    table.add_column("ms", justify="right")
-    for name, value in [("read file", report.read_us), ("deserialize", report.deserialize_us),
-                        ("construct + load weights", report.construct_us),
-                        ("move to device", report.to_device_us),
-                        ("first inference", report.first_inference_us),
-                        ("cold total", report.cold_total_us),
-                        ("warm inference P50", report.warm.p50_us)]:
-        table.add_row(name, f"{value / 1e3:.3f}")
-    console = Console()
-    console.print(table)
-    console.print(f"first inference is {report.first_over_warm:.1f}x a warm one")
-    if report.cuda_init_us is not None:
-        init_ms = report.cuda_init_us / 1e3
-        console.print(f"CUDA context creation (before the steps): {init_ms:.1f} ms")
-    if compiled is not None:
-        repay = compiled.calls_to_repay
-        console.print(f"torch.compile: first call {compiled.first_call_us / 1e6:.2f} s, compiled "
-                      f"{compiled.compiled.p50_us / 1e3:.3f} ms against eager "
-                      f"{compiled.eager.p50_us / 1e3:.3f} ms ({compiled.speedup:.2f}x); "
-                      + ("never repaid" if repay is None else f"repaid after {repay:.0f} calls"))
-    if graph is not None:
-        console.print(f"CUDA graph: capture {graph.capture_us / 1e3:.2f} ms, eager "
-                      f"{graph.eager.p50_us / 1e3:.3f} ms, replay {graph.graph.p50_us / 1e3:.3f}"
-                      f" ms per step: {graph.speedup:.2f}x")
-
-
 def _run(args: argparse.Namespace) -> int:
     import torch
 
@@ -102,7 +70,11 @@ def _run(args: argparse.Namespace) -> int:
         print(dumps({"schema": "aiprof.coldstart/1", "coldstart": report, "cuda_graph": graph,
                      "compile": compiled}))
     else:
-        _render(report, graph, compiled)
+        from rich.console import Console
+
+        from aiprof.report.inference_terminal import render_coldstart
+
+        render_coldstart(Console(), report, graph, compiled)
     return 0
 
 

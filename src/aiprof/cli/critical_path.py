@@ -1,4 +1,5 @@
-"""``aiprof critical-path TRACE_OR_DIR... [--step N] [--json]``: the longest dependency path."""
+"""``aiprof critical-path TRACE_OR_DIR... [--step N] [--json]``: the longest dependency path of
+each rank, and with several ranks the path across them (joined at their collectives)."""
 
 from __future__ import annotations
 
@@ -24,19 +25,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiprof.analysis.critical_path import critical_path
+    from aiprof.analysis.critical_ranks import ranks_critical_path
     from aiprof.jsontext import dumps
     from aiprof.record.targets import load_traces
-    from aiprof.report.critical_path_terminal import render_critical_path
+    from aiprof.report.critical_path_terminal import (
+        render_critical_path,
+        render_ranks_critical_path,
+    )
     from aiprof.report.terminal import console
     from aiprof.report.views_json import critical_path_document
 
     traces = load_traces(args.targets)
     paths = [critical_path(t, step=args.step, annotation=args.annotation,
                            instance=args.instance) for t in traces]
+    across = ranks_critical_path(list(traces), step=args.step, annotation=args.annotation,
+                                 instance=args.instance) if len(traces) > 1 else None
     if args.json:
-        print(dumps(critical_path_document(paths, edges=args.edges)))
-    for cp in [] if args.json else paths:
+        print(dumps(critical_path_document(paths, edges=args.edges, across=across)))
+        return 0
+    for cp in paths:
         render_critical_path(console(), cp, args.limit)
+    if across is not None:
+        render_ranks_critical_path(console(), across, args.limit)
     return 0
 
 

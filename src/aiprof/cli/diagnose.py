@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiprof.cli._command import Command
 from aiprof.cli._targets import (
@@ -17,6 +17,10 @@ from aiprof.cli._targets import (
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US
 from aiprof.errors import InputError
 
+if TYPE_CHECKING:
+    from aiprof.record.targets import Target
+    from aiprof.tensor.ceilings_model import Ceilings
+
 
 def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
     """``--ceilings FILE`` (shared with ``aiprof report``)."""
@@ -25,7 +29,7 @@ def add_ceilings_argument(parser: argparse.ArgumentParser) -> None:
                              "record's ceilings.json, else the datasheet of the trace's GPU")
 
 
-def read_ceilings(args: argparse.Namespace, target: Any) -> Any:
+def read_ceilings(args: argparse.Namespace, target: Target | None) -> Ceilings | None:
     """The ``--ceilings`` file, else ``ceilings.json`` beside a run record's traces, else None.
 
     ``target`` is the resolved ``aiprof.record.targets.Target`` (None: no target yet)."""

@@ -50,21 +50,10 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(asdict(result)))
         return 0
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title="Warp divergence (one warp, paths serialized)", show_header=False)
-    paths = ", ".join(f"{p}: {n} lanes" for p, n in result.lanes_per_path.items())
-    for key, value in (("paths taken", paths),
-                       ("serialized cost", f"{result.serialized_cost:g}"),
-                       ("cost without divergence", f"{result.converged_cost:g}"),
-                       ("slowdown", f"{result.slowdown:.2f}x"),
-                       ("avg active threads / instruction",
-                        f"{result.avg_active_threads_per_instruction:.2f} of 32"),
-                       ("SIMT efficiency", f"{100 * result.simt_efficiency:.1f}%")):
-        table.add_row(key, value)
-    console = Console()
-    console.print(table)
-    console.print(result.note)
+    from aiprof.report.gpu_models_terminal import render_divergence
+
+    render_divergence(Console(), result)
     return 0
 
 

@@ -20,20 +20,10 @@ def run(args: argparse.Namespace) -> int:
         print(dumps([{"target": e.target, "path": str(e.path), "size_bytes": e.size_bytes,
                       "what": e.what, "origin": e.origin, "license": e.license} for e in found]))
         return 0
-    from rich.table import Table
-
+    from aiprof.report.examples_terminal import render_examples
     from aiprof.report.terminal import console
 
-    table = Table(title="Traces shipped with aiprof: pass TARGET to any command that reads traces",
-                  title_justify="left")
-    for column in ("target", "size", "what", "license"):
-        table.add_column(column, justify="right" if column == "size" else "left")
-    for e in found:
-        table.add_row(e.target, f"{e.size_bytes / 1024:,.0f} KiB", e.what, e.license)
-    out = console()
-    out.print(table)
-    out.print("where each was recorded: aiprof examples --json (field 'origin')\n"
-              "for example: aiprof summary example:a100_nccl")
+    render_examples(console(), found)
     return 0
 
 

@@ -12,6 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_argument(parser, "targets", many=True)
     parser.add_argument("--min-pct", type=float, default=1.0,
                         help="hide nodes under this %% of the CPU time in frames (default 1)")
+    parser.add_argument("--harness", action="store_true",
+                        help="also show aiprof's, runpy's and threading's frames above the "
+                             "script (hidden by default)")
     parser.add_argument("--json", action="store_true",
                         help="print the aiprof.python/1 JSON (every node)")
 
@@ -27,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.min_pct < 0:
         raise InputError(f"--min-pct must be at least 0, got {args.min_pct}")
-    trees = [python_call_tree(t) for t in load_traces(args.targets)]
+    trees = [python_call_tree(t, harness=args.harness) for t in load_traces(args.targets)]
     if args.json:
         print(dumps(python_document(trees)))
     for tree in [] if args.json else trees:

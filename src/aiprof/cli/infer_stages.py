@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from aiprof.cli._command import Command
 
@@ -34,27 +33,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _render(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"Inference stages, batch {report.batch_size} on {report.device} "
-                        f"(decode: {report.decoder})")
-    for column in ("stage", "where", "P50 ms", "P99 ms", "caps items/s"):
-        table.add_column(column, justify="right" if column != "stage" else "left")
-    for s in report.stages:
-        table.add_row(s.name, s.where, f"{s.timing.p50_us / 1e3:.3f}",
-                      f"{s.timing.p99_us / 1e3:.3f}", f"{s.cap_items_per_s:.0f}")
-    console = Console()
-    console.print(table)
-    console.print(f"host stages cap {report.host_cap_items_per_s:.0f} items/s, device stages "
-                  f"{report.device_cap_items_per_s:.0f} items/s: {report.verdict} "
-                  f"(slowest stage: {report.bottleneck})")
-    if report.pinned_speedup is not None:
-        speedup = report.pinned_speedup
-        console.print(f"pinned host memory copies {speedup:.2f}x faster than pageable")
-
-
 def _run(args: argparse.Namespace) -> int:
     from aiprof.jsontext import dumps
     from aiprof.measure.inference.bench import load_model
@@ -67,7 +45,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"schema": "aiprof.infer_stages/1", "report": report}))
     else:
-        _render(report)
+        from rich.console import Console
+
+        from aiprof.report.inference_terminal import render_stages
+
+        render_stages(Console(), report)
     return 0
 
 

@@ -10,8 +10,7 @@ from aiprof.cli._command import Command
 from aiprof.errors import InputError
 
 if TYPE_CHECKING:
-    from aiprof.gpu.occupancy import Occupancy
-    from aiprof.gpu.occupancy_sweep import BestBlockSize, OccupancySweep
+    from aiprof.gpu.occupancy_sweep import OccupancySweep
     from aiprof.hardware.arch import ArchLimits
 
 _ARCH_OVERRIDES = (("--sm-threads", "max_threads_per_sm"), ("--sm-blocks", "max_blocks_per_sm"),
@@ -76,54 +75,6 @@ def _arch(args: argparse.Namespace) -> ArchLimits:
     return replace(spec.arch, name=f"{spec.arch.name}+custom", **overrides)
 
 
-def _render_one(result: Occupancy) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"Occupancy on {result.arch}", show_header=False)
-    rows = [
-        ("block size / warps per block", f"{result.block_size} / {result.warps_per_block}"),
-        ("registers per thread / per warp (allocated)",
-         f"{result.registers_per_thread} / {result.registers_per_warp}"),
-        ("shared memory per block (requested / allocated)",
-         f"{result.shared_mem_per_block_bytes} / {result.allocated_shared_mem_per_block_bytes} B"),
-        ("SM shared-memory config", f"{result.shared_mem_config_bytes} B"),
-        ("block limit: registers", _limit(result.blocks_limit_registers)),
-        ("block limit: shared memory", _limit(result.blocks_limit_shared_mem)),
-        ("block limit: warps", str(result.blocks_limit_warps)),
-        ("block limit: SM blocks", str(result.blocks_limit_blocks)),
-        ("block limit: barriers", _limit(result.blocks_limit_barriers)),
-        ("active blocks / warps per SM", f"{result.active_blocks_per_sm} / "
-         f"{result.active_warps_per_sm} of {result.max_warps_per_sm}"),
-        ("theoretical occupancy", f"{100 * result.occupancy:.1f}%"),
-        ("limiter", ", ".join(result.limiters)),
-    ]
-    for key, value in rows:
-        table.add_row(key, value)
-    Console().print(table)
-
-
-def _limit(value: int | None) -> str:
-    return "unlimited" if value is None else str(value)
-
-
-def _render_sweep(result: OccupancySweep, best: BestBlockSize | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"Occupancy vs {result.parameter} on {result.base.arch}")
-    for header in (result.parameter, "blocks/SM", "warps/SM", "occupancy", "limiter"):
-        table.add_column(header, justify="right")
-    for value, point in zip(result.values, result.points, strict=True):
-        table.add_row(str(value), str(point.active_blocks_per_sm), str(point.active_warps_per_sm),
-                      f"{100 * point.occupancy:.1f}%", point.limiter)
-    console = Console()
-    console.print(table)
-    if best is not None:
-        console.print(f"block size cudaOccupancyMaxPotentialBlockSize would pick: "
-                      f"{best.block_size} ({100 * best.occupancy.occupancy:.1f}%)")
-
-
 def _plot(result: OccupancySweep, path: str) -> None:
     from pathlib import Path
 
@@ -139,9 +90,12 @@ def _plot(result: OccupancySweep, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from aiprof.gpu.occupancy import occupancy
     from aiprof.gpu.occupancy_sweep import best_block_size, sweep
     from aiprof.jsontext import dumps
+    from aiprof.report.occupancy_terminal import render_occupancy, render_occupancy_sweep
 
     arch = _arch(args)
     base = dict(block_size=args.block_size, registers_per_thread=args.registers,
@@ -155,10 +109,16 @@ def run(args: argparse.Namespace) -> int:
         best = None if args.sweep != "block-size" else best_block_size(
             arch, registers_per_thread=args.registers, shared_mem_per_block=args.shared_mem,
             carveout=args.carveout)
-        print(dumps(result)) if args.json else _render_sweep(result, best)
+        if args.json:
+            print(dumps(result))
+        else:
+            render_occupancy_sweep(Console(), result, best)
         return 0
     one = occupancy(arch, **base, carveout=args.carveout, opt_in=not args.no_opt_in)
-    print(dumps(one)) if args.json else _render_one(one)
+    if args.json:
+        print(dumps(one))
+    else:
+        render_occupancy(Console(), one)
     return 0
 
 

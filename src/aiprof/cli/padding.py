@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiprof.cli._command import Command
+
+if TYPE_CHECKING:
+    from aiprof.inference.padding import PaddingReport
 
 SCHEMA = "aiprof.padding/1"
 
@@ -40,7 +43,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def to_json(report: Any) -> dict[str, Any]:
+def to_json(report: PaddingReport) -> dict[str, Any]:
     """The ``aiprof.padding/1`` document of a :class:`PaddingReport`."""
     return {
         "schema": SCHEMA,
@@ -62,41 +65,6 @@ def to_json(report: Any) -> dict[str, Any]:
     }
 
 
-def _render(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(
-        title=f"Padding waste ({report.num_sequences} sequences, "
-        f"{report.num_tokens} tokens, {report.cost} cost)"
-    )
-    table.add_column("strategy")
-    table.add_column("waste %", justify="right")
-    table.add_column("detail")
-    rows = [
-        ("fixed", report.fixed_waste_pct, f"pad all to {report.max_length}"),
-        (
-            "dynamic, random batches",
-            report.dynamic_waste_pct,
-            f"pad to batch max, batch {report.batch_size} (expected)",
-        ),
-        ("dynamic, length-sorted", report.sorted_waste_pct, f"batch {report.batch_size}"),
-        (
-            "optimal buckets",
-            report.buckets.waste_pct,
-            "boundaries " + ", ".join(map(str, report.buckets.boundaries)),
-        ),
-        (
-            "packing (FFD)",
-            report.packing_waste_pct,
-            f"{report.packing_rows} rows of {report.max_length}",
-        ),
-    ]
-    for name, waste, detail in rows:
-        table.add_row(name, f"{waste:.1f}", detail)
-    Console().print(table)
-
-
 def _run(args: argparse.Namespace) -> int:
     from aiprof.inference.padding import PaddingOptions, analyze_padding, read_lengths
     from aiprof.jsontext import dumps
@@ -111,7 +79,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(to_json(report)))
     else:
-        _render(report)
+        from rich.console import Console
+
+        from aiprof.report.inference_terminal import render_padding
+
+        render_padding(Console(), report)
     return 0
 
 

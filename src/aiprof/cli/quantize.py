@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
 
 from aiprof.cli._command import Command
 from aiprof.cli.infer_stages import DEFAULT_MODEL
@@ -23,30 +22,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _render(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="INT8 sensitivity per layer (worst first)")
-    for column in ("layer", "kind", "layer SQNR dB", "model SQNR dB", "model rel err",
-                   "input range", "outlier x", "saturated %"):
-        table.add_column(column, justify="left" if column in ("layer", "kind") else "right")
-    for r in report.layers:
-        table.add_row(r.name, r.kind, f"{r.layer_sqnr_db:.1f}", f"{r.model_sqnr_db:.1f}",
-                      f"{r.model_rel_error:.4f}", f"{r.input_min:.3g}..{r.input_max:.3g}",
-                      f"{r.outlier_ratio:.2f}", f"{r.saturation_pct:.3f}")
-    console = Console()
-    console.print(table)
-    console.print(f"all layers INT8: model SQNR {report.all_layers_model_sqnr_db:.1f} dB")
-    keep = ", ".join(report.keep_high_precision) or "none"
-    console.print(f"keep in higher precision (model SQNR < {report.threshold_db:g} dB): {keep}")
-    if report.int8_latency_us is not None:
-        console.print(f"CPU speed: FP32 {report.fp32_latency_us / 1e3:.3f} ms, INT8 "
-                      f"{report.int8_latency_us / 1e3:.3f} ms ({report.int8_backend})")
-    elif report.int8_note:
-        console.print(report.int8_note)
-
-
 def _run(args: argparse.Namespace) -> int:
     import torch
 
@@ -63,7 +38,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"schema": "aiprof.quantize/1", "report": report}))
     else:
-        _render(report)
+        from rich.console import Console
+
+        from aiprof.report.inference_terminal import render_quantization
+
+        render_quantization(Console(), report)
     return 0
 
 

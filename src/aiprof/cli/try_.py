@@ -22,8 +22,19 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
                        help="timed steps per process (default 20)")
     group.add_argument("--warmup", type=int, default=5, metavar="W",
                        help="steps before timing starts, >= 3 (default 5)")
+    group.add_argument("--warmup-s", type=float, default=0.5, metavar="S",
+                       help="on CUDA the warm-up also lasts at least S seconds, so the GPU's "
+                            "clocks have risen from idle (default 0.5)")
+    group.add_argument("--spawn", choices=("fork", "exec"), default="fork",
+                       help="fork: variants forked from a process that imported torch and "
+                            "the script's libraries once (default); exec: each variant a new "
+                            "interpreter (--nproc > 1 always execs)")
     group.add_argument("--rounds", type=int, default=5, metavar="R",
                        help="interleaved rounds: base, fixes, base, fixes ... (default 5)")
+    group.add_argument("--aa", action="store_true",
+                       help="also run the unfixed script again in every round (an A/A test): "
+                            "its 'gain' is the noise between fresh processes that a fix must "
+                            "exceed")
     group.add_argument("--nproc", type=int, default=1, metavar="N",
                        help="run each variant through torchrun with N local ranks")
     group.add_argument("--steps-from", metavar="NAME",
@@ -62,8 +73,8 @@ def protocol_from(args: argparse.Namespace) -> Any:
     from aiprof.trial.plan import Protocol
 
     return Protocol(rounds=args.rounds, steps=args.steps, warmup_steps=args.warmup,
-                    nproc=args.nproc, timeout_s=args.timeout, steps_from=args.steps_from,
-                    watch=args.watch)
+                    warmup_s=args.warmup_s, spawn=args.spawn, nproc=args.nproc,
+                    timeout_s=args.timeout, steps_from=args.steps_from, watch=args.watch)
 
 
 def command_of(words: list[str]) -> tuple[tuple[str, ...], str]:
@@ -88,7 +99,7 @@ def chosen_fixes(args: argparse.Namespace) -> tuple[str, ...]:
         return tuple(fix.name for fix in FIXES)
     if args.fix is not None:
         return parse_fix_list(args.fix)
-    if not args.edited:
+    if not args.edited and not args.aa:
         raise InputError("choose what to try: --fix NAME[,NAME...] or --auto "
                          "(names: 'aiprof try --help')")
     return ()
@@ -157,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     request = TryRequest(command=command, fixes=fixes, protocol=protocol,
                          record_dir=record_dir, edited=edited, estimates=estimates,
                          code_categories=tuple(categories), budget_s=args.budget,
-                         rtol=args.loss_tolerance or DEFAULT_RTOL)
+                         rtol=args.loss_tolerance or DEFAULT_RTOL, aa=args.aa)
     document = run_try(request).document()
     show(document, args.json)
     print(f"try record {record_dir}", file=sys.stderr)

@@ -7,8 +7,9 @@ imported when first used (PEP 562, as in ``aiprof``), so reading a constant such
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aiprof.lazy import lazy_names
 
 if TYPE_CHECKING:
     from aiprof.diagnose.context import DiagnoseOptions
@@ -25,12 +26,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'aiprof.diagnose' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_names("aiprof.diagnose", _WHERE, globals())
 
 
 def __dir__() -> list[str]:

@@ -99,7 +99,8 @@ def _cpu_removed_us(ctx: Context, change: Change) -> float:
     new_call, new_own = call_times(tl, change)
     launch = tl.kind == LAUNCH
     async_call = max(tl.launch_call_us - tl.profiler_overhead_us, 0.0)
-    collapsed = 1.0 - change.launch_work_scale  # CUDA graphs: the calls' work part goes
+    # CUDA graphs: the calls' work part goes (torch.compile keeps the calls)
+    collapsed = 0.0 if change.keep_launch_calls else 1.0 - change.launch_work_scale
     scaled = np.minimum(new_call, WAITING_CALL_FACTOR * async_call) * collapsed
     removed += float(np.sum((call - new_call + scaled)[launch]))
     waiting = _waiting(tl) & ~_unblocked(tl, change)  # unblocked ones: _waits_removed_us

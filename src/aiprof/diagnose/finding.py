@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiprof.diagnose.calibration import Calibration
+from aiprof.display import html_of
 
 if TYPE_CHECKING:
     from aiprof.diagnose.replay import Change
@@ -90,7 +91,6 @@ class Diagnosis:
             "notes": self.notes,
         }
 
-    def _repr_html_(self) -> str:
-        from aiprof.report.html import diagnosis_fragment
-
-        return diagnosis_fragment(self)
+    def _repr_html_(self) -> str | None:
+        """The notebook view, drawn by the renderer the package face registered."""
+        return html_of(self)

@@ -100,6 +100,9 @@ class Change:
     """Factor on the CPU work between events outside ``protected_cpu`` (0: CUDA graphs)."""
     protected_cpu: iv.Intervals = iv.EMPTY
     """CPU time ``launch_work_scale`` does not touch (dataloader, allocator, syncs)."""
+    keep_launch_calls: bool = False
+    """``launch_work_scale`` scales the CPU work between events only; each launch keeps its
+    call (``torch.compile``: the generated code still launches every kernel it keeps)."""
 
 
 def combine(*changes: Change) -> Change:
@@ -115,6 +118,8 @@ def combine(*changes: Change) -> Change:
         unblocked=frozenset().union(*(c.unblocked for c in changes)),
         launch_work_scale=min(c.launch_work_scale for c in changes),
         protected_cpu=iv.union_all(*(c.protected_cpu for c in changes)),
+        keep_launch_calls=all(c.keep_launch_calls for c in changes
+                              if c.launch_work_scale != 1.0),
     )
 
 
@@ -209,7 +214,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     durations = new_durations(timeline, change)
     if timeline.gpu_scale != 1.0:
         durations = durations * timeline.gpu_scale
-    call_scale = change.launch_work_scale
+    call_scale = 1.0 if change.keep_launch_calls else change.launch_work_scale
     async_call = max(timeline.launch_call_us - timeline.profiler_overhead_us, 0.0)
     launch_cap = WAITING_CALL_FACTOR * async_call
     start_us = timeline.start_us

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from aiprof.distributed.stragglers import collective_waits, compute_outliers, im
 from aiprof.errors import InputError
 from aiprof.trace.devices import DistributedInfo
 from aiprof.trace.stream import TraceStream
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace, TraceSet
 
 SCHEMA = "aiprof.distributed/1"
 
@@ -163,7 +167,7 @@ class RankPart:
         return replace(self, calls=replace(self.calls, ts_us=self.calls.ts_us + delta_us))
 
 
-def rank_part(trace: Any) -> RankPart:
+def rank_part(trace: Trace) -> RankPart:
     """One rank's ``RankPart`` (a ``Trace``)."""
     calls = collective_calls(trace)
     steps = trace.steps
@@ -232,7 +236,7 @@ def find_stragglers(ranks: list[RankReport], options: DistributedOptions) -> lis
 
 
 def analyze_distributed(
-    traces: Any, options: DistributedOptions | None = None
+    traces: TraceSet | TraceStream | Iterable[Trace], options: DistributedOptions | None = None
 ) -> DistributedReport:
     """Analyze a TraceSet (one trace per rank), a single trace, or a ``TraceStream`` (each
     rank's part computed where it is read; only the parts come back)."""

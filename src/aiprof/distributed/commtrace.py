@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aiprof.analysis.classify import communication_kernels
 from aiprof.distributed.busbw import canonical_collective
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
 _ALGOS = ("RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE", "NVLS", "PAT")
@@ -102,11 +105,11 @@ def _sized(in_n: np.ndarray, out_n: np.ndarray, dtypes: list[str]) -> np.ndarray
     return np.where((elems >= 0) & (size > 0), elems * size, -1.0)
 
 
-def _name(trace: Any, ids: np.ndarray) -> list[str]:
+def _name(trace: Trace, ids: np.ndarray) -> list[str]:
     return [trace.strings[int(i)] if i >= 0 else "" for i in ids]
 
 
-def nccl_calls(trace: Any) -> CollectiveCalls | None:
+def nccl_calls(trace: Trace) -> CollectiveCalls | None:
     """NCCL kernels of the trace, or None if it has none."""
     k = trace.kernels
     by_id = _parsed_names(trace, k.name_id)
@@ -139,7 +142,7 @@ def _kind_from_arg(value: str) -> str | None:
 
 
 def _fill_from_cpu_op(
-    trace: Any,
+    trace: Trace,
     op_rows: np.ndarray,
     in_n: np.ndarray,
     out_n: np.ndarray,
@@ -155,7 +158,7 @@ def _fill_from_cpu_op(
         dtypes[i] = trace.strings[int(ops.dtype_id[row])] if ops.dtype_id[row] >= 0 else ""
 
 
-def gloo_calls(trace: Any) -> CollectiveCalls | None:
+def gloo_calls(trace: Trace) -> CollectiveCalls | None:
     """``gloo:<op>`` annotations, sized from the matching ``c10d::<op>_`` CPU ops."""
     a = trace.annotations
     names = _name(trace, a.name_id)
@@ -186,7 +189,7 @@ def gloo_calls(trace: Any) -> CollectiveCalls | None:
     )
 
 
-def _c10d_sizes(trace: Any) -> dict[str, list[float]]:
+def _c10d_sizes(trace: Trace) -> dict[str, list[float]]:
     """Bytes of each c10d:: collective op in start order (float32 assumed: TensorList inputs)."""
     ops = trace.cpu_ops
     out: dict[str, list[float]] = {}
@@ -212,7 +215,7 @@ def _tensor_bytes(dims: Any) -> float:
     return 4.0 * elems
 
 
-def collective_calls(trace: Any) -> CollectiveCalls:
+def collective_calls(trace: Trace) -> CollectiveCalls:
     """NCCL kernels if any, else gloo annotations, else an empty table."""
     found = nccl_calls(trace) or gloo_calls(trace)
     if found is not None:
@@ -238,7 +241,7 @@ def collective_calls(trace: Any) -> CollectiveCalls:
     )
 
 
-def compute_spans(trace: Any) -> tuple[np.ndarray, np.ndarray]:
+def compute_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """(starts, ends) of compute: kernels that are not communication (the one classifier,
     ``analysis.classify.communication_kernels``), or ``aten::`` CPU ops without GPU events."""
     if len(trace.kernels):
@@ -252,7 +255,7 @@ def compute_spans(trace: Any) -> tuple[np.ndarray, np.ndarray]:
     return ops.ts_us[keep], ops.ts_us[keep] + ops.dur_us[keep]
 
 
-def _parsed_names(trace: Any, name_ids: np.ndarray) -> dict[int, tuple[str, str]]:
+def _parsed_names(trace: Trace, name_ids: np.ndarray) -> dict[int, tuple[str, str]]:
     """NCCL kernel names among ``name_ids``, parsed once per distinct name."""
     out = {}
     for i in np.unique(name_ids):

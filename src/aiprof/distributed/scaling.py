@@ -15,13 +15,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aiprof.distributed.collectives import model_collective
 from aiprof.distributed.links import LinkParams
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 SCHEMA = "aiprof.scaling/1"
 DDP_BUCKET_BYTES = 25 * 1024 * 1024  # torch DDP bucket_cap_mb default (MiB)
@@ -129,7 +132,7 @@ def predict_scaling(
 
 
 def inputs_from_trace(
-    trace: Any,
+    trace: Trace,
     *,
     params: float | None = None,
     grad_elem_bytes: int = 4,

@@ -10,13 +10,16 @@ real link's speed: predictions from it are pessimistic where ranks were skewed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aiprof.distributed.fit import fit_alpha_beta, ring_coefficients
 from aiprof.distributed.links import LinkParams
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +36,7 @@ class TraceLink:
     """How the link was obtained, in words."""
 
 
-def trace_link(trace: Any) -> TraceLink | None:
+def trace_link(trace: Trace) -> TraceLink | None:
     """The measured link of ``trace``; None without sized all-reduces at two or more ranks."""
     from aiprof.distributed.commtrace import collective_calls
 

@@ -79,6 +79,8 @@ def check_results(results: Any, size: int) -> list[Any] | ModelOutputError:
 
 def check_priority(priority: object, levels: int) -> int:
     """A request's priority level, or an ``InputError`` saying what is wrong with it."""
+    if type(priority) is int and 1 <= priority <= levels:  # the common case, without ABC checks
+        return priority
     if isinstance(priority, bool) or not isinstance(priority, numbers.Integral):
         raise InputError(f"priority {priority!r} must be an integer level in 1..{levels}")
     level = int(priority)
@@ -89,6 +91,8 @@ def check_priority(priority: object, levels: int) -> int:
 
 def check_budget_us(name: str, value: object) -> float:
     """A request's deadline or timeout in microseconds (``inf``: none), or an ``InputError``."""
+    if type(value) is float and value >= 0:  # the common case (NaN fails the comparison)
+        return value
     if (isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value)
             or value < 0):
         raise InputError(f"{name} {value!r} must be a number of microseconds >= 0 (or None)")

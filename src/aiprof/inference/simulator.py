@@ -3,6 +3,14 @@
 Events are arrivals, batch completions and policy wake-ups (a delay running out, a request
 expiring). At each event the shared :class:`~aiprof.inference.queue.BatchQueue` decides, exactly as
 in the asyncio batcher; a batch of b requests occupies one instance for ``latency(b)``.
+
+A serving path with its host work beside the device's (:mod:`aiprof.measure.inference.engine`) is
+modelled as what it is, two stages: an instance first spends ``host_curve(b)`` on the host
+(assembling the batch into its buffer), then the batch waits for the one device queue (a CUDA
+stream, shared by every instance: ``shared_device``) to finish the batches before it, and takes
+``latency(b)`` there; the instance is free again ``overhead_us`` later. With two instances one
+batch is assembled while the other computes, so the device idles only when the host cannot keep
+up: the stream overlap, as a mechanism rather than a fitted factor.
 """
 
 from __future__ import annotations
@@ -29,6 +37,16 @@ class SimulationOptions:
     """Model instances serving batches in parallel (each one GPU stream)."""
     overhead_us: float = 0.0
     """Fixed time added to every batch (the serving stack's own cost per batch)."""
+    host_curve: LatencyCurve | None = None
+    """Host time of a batch of each size before its device work (None: none)."""
+    shared_device: bool = False
+    """The instances share one device queue: a batch's device work starts once its host work is
+    done and the device has finished every batch dispatched before it (one CUDA stream)."""
+
+    def batch_time_us(self, curve: LatencyCurve, batch_size: int) -> float:
+        """What a batch costs when nothing else is queued: host, device and overhead."""
+        host = self.host_curve(batch_size) if self.host_curve is not None else 0.0
+        return host + curve(batch_size) + self.overhead_us
 
 
 def simulate(
@@ -90,6 +108,9 @@ class _State:
         self.done_heap: list[tuple[float, int, float, float, list[Request]]] = []
         self.curve = curve
         self.overhead_us = options.overhead_us
+        self.host_curve = options.host_curve
+        self.shared_device = options.shared_device
+        self.device_free_us = -INF
         self.last_done_us = -INF
         self._batches = 0
 
@@ -116,11 +137,20 @@ class _State:
                 return len(expired)
             self.free.sort()
             free_us = self.free.pop(0)
-            service = self.curve(len(batch)) + self.overhead_us
+            service = self._service_us(len(batch), now)
             self.recorder.batch(len(batch), service)
             self._batches += 1
             heapq.heappush(self.done_heap, (now + service, self._batches, now, free_us, batch))
         return len(expired)
+
+    def _service_us(self, size: int, now: float) -> float:
+        """From dispatch to the instance being free again."""
+        host = self.host_curve(size) if self.host_curve is not None else 0.0
+        if not self.shared_device:
+            return host + self.curve(size) + self.overhead_us
+        start = max(now + host, self.device_free_us)
+        self.device_free_us = start + self.curve(size)
+        return self.device_free_us + self.overhead_us - now
 
 
 def simulate_closed_loop(

@@ -68,10 +68,11 @@ class TuneResult:
     candidates: tuple[TuneCandidate, ...]
 
 
-def _policies(curve: LatencyCurve, options: TuneOptions) -> list[BatchPolicy]:
+def _policies(curve: LatencyCurve, options: TuneOptions,
+              sim: SimulationOptions) -> list[BatchPolicy]:
     policies = []
     for batch in options.max_batch_sizes:
-        if curve(batch) > options.p99_slo_us:
+        if sim.batch_time_us(curve, batch) - sim.overhead_us > options.p99_slo_us:
             continue  # a full batch alone breaks the SLO
         variants: list[tuple[int, ...]] = [()] if batch == 1 else [(), (batch // 2, batch)]
         for delay in options.delays_us:
@@ -105,7 +106,8 @@ def _max_rate(
     options: TuneOptions,
     sim: SimulationOptions,
 ) -> float:
-    high = curve.capacity_rps(policy.max_batch_size) * options.num_instances
+    streams = 1 if sim.shared_device else sim.num_instances  # instances sharing a device add none
+    high = curve.capacity_rps(policy.max_batch_size) * streams
     low = 0.0
     for _ in range(options.bisection_steps):
         mid = (low + high) / 2
@@ -116,14 +118,18 @@ def _max_rate(
     return low
 
 
-def tune_policy(curve: LatencyCurve, options: TuneOptions) -> TuneResult:
-    """Score every policy of the grid with the simulator; the best sustains the most load."""
+def tune_policy(curve: LatencyCurve, options: TuneOptions,
+                simulation: SimulationOptions | None = None) -> TuneResult:
+    """Score every policy of the grid with the simulator; the best sustains the most load.
+
+    ``simulation`` describes the server (host curve, shared device, overhead); by default
+    ``options.num_instances`` instances with nothing but ``curve``."""
     rng = np.random.default_rng(options.seed)
     unit = np.cumsum(rng.exponential(1.0, options.num_requests))
     unit -= unit[0]
-    sim = SimulationOptions(num_instances=options.num_instances)
+    sim = simulation or SimulationOptions(num_instances=options.num_instances)
     candidates = []
-    for policy in _policies(curve, options):
+    for policy in _policies(curve, options, sim):
         max_rate = _max_rate(unit, curve, policy, options, sim)
         at_rate = None
         meets = max_rate > 0

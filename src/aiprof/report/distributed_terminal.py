@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from aiprof.distributed.sizes import format_bytes
+
+if TYPE_CHECKING:
+    from aiprof.distributed.analysis import CollectiveCall, DistributedReport
+    from aiprof.distributed.bubble import BubbleResult
+    from aiprof.distributed.collectives import CollectiveCost
+    from aiprof.distributed.compression import CompressionTradeoff
+    from aiprof.distributed.fit import AlphaBetaFit
+    from aiprof.distributed.partition import Partition
+    from aiprof.distributed.scaling import ScalingReport
+    from aiprof.distributed.tensor_parallel import TensorParallelVolume
+    from aiprof.measure.distributed.bench import BenchResult
 
 
 def _print(table: Table) -> None:
@@ -27,7 +38,7 @@ def _ms(value_us: float) -> str:
     return f"{value_us / 1000:,.2f}"
 
 
-def render_comm_model(cost: Any) -> None:
+def render_comm_model(cost: CollectiveCost) -> None:
     """One row per algorithm; the chosen one is marked."""
     link = cost.link
     title = (f"{cost.collective} of {format_bytes(cost.num_bytes)} over {cost.num_ranks} ranks, "
@@ -40,7 +51,7 @@ def render_comm_model(cost: Any) -> None:
     _print(table)
 
 
-def render_comm_sweep(costs: list[Any]) -> None:
+def render_comm_sweep(costs: list[CollectiveCost]) -> None:
     """One row per size: each algorithm's time and the cheapest."""
     first = costs[0]
     names = list(first.per_algorithm)
@@ -53,7 +64,7 @@ def render_comm_sweep(costs: list[Any]) -> None:
     _print(table)
 
 
-def render_comm_bench(result: Any) -> None:
+def render_comm_bench(result: BenchResult) -> None:
     """nccl-tests-like columns, then the α/β fits."""
     table = _table(f"comm bench: {result.backend} on {result.device}, {result.num_ranks} ranks",
                    ("collective", "size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"),
@@ -68,7 +79,7 @@ def render_comm_bench(result: Any) -> None:
         Console(stderr=True).print(f"note: {note}")
 
 
-def _render_fits(title: str, rows: list[Any]) -> None:
+def _render_fits(title: str, rows: Sequence[AlphaBetaFit]) -> None:
     fits = _table(title, ("collective", "sizes", "α (µs)", "smallest measured (µs)",
                           "bandwidth (GB/s)", "max error (%)"), left=("collective",))
     for f in rows:
@@ -96,7 +107,7 @@ def simple_table(title: str, rows: list[tuple[str, str]]) -> None:
     _print(table)
 
 
-def render_pipeline(bubbles: list[Any], split: Any) -> None:
+def render_pipeline(bubbles: list[BubbleResult], split: Partition | None) -> None:
     """Bubble per schedule, then the stage split if one was asked for."""
     table = _table("pipeline bubble", ("schedule", "p", "m", "v", "bubble/ideal", "bubble/total",
                                        "p/m estimate", "stage-0 activations (× 1 model·µbatch)",
@@ -117,7 +128,7 @@ def render_pipeline(bubbles: list[Any], split: Any) -> None:
     _print(stages)
 
 
-def render_tp_volume(v: Any) -> None:
+def render_tp_volume(v: TensorParallelVolume) -> None:
     """Tensor-parallel bytes and time per layer and per step."""
     simple_table(f"tensor parallel t = {v.tensor_parallel}", [
         ("one all-reduce", format_bytes(v.allreduce_bytes)),
@@ -129,7 +140,7 @@ def render_tp_volume(v: Any) -> None:
     ])
 
 
-def render_compression(rows: list[Any], bandwidth_gbps: float | None) -> None:
+def render_compression(rows: Sequence[CompressionTradeoff], bandwidth_gbps: float | None) -> None:
     """One row per method; whether it pays at the given bandwidth."""
     columns = ["method", "bytes/step", "ratio", "all-reduces", "added compute (µs)",
                "break-even busbw (GB/s)"]
@@ -146,7 +157,7 @@ def render_compression(rows: list[Any], bandwidth_gbps: float | None) -> None:
     _print(table)
 
 
-def render_distributed(report: Any, show_steps: bool = False) -> None:
+def render_distributed(report: DistributedReport, show_steps: bool = False) -> None:
     """Ranks, collectives, stragglers and notes of a DistributedReport."""
     head = (f"{report.num_ranks} of {report.world_size} ranks, {report.backend}, collectives from "
             f"{report.collective_source}; compute imbalance {report.compute_imbalance_pct:.1f}%")
@@ -172,7 +183,7 @@ def render_distributed(report: Any, show_steps: bool = False) -> None:
     _render_findings(report)
 
 
-def _render_calls(calls: list[Any]) -> None:
+def _render_calls(calls: list[CollectiveCall]) -> None:
     table = _table("collective calls", ("rank", "collective", "start (ms)", "time (µs)", "size",
                                         "busbw (GB/s)", "algorithm"),
                    left=("collective", "algorithm"))
@@ -183,7 +194,7 @@ def _render_calls(calls: list[Any]) -> None:
     _print(table)
 
 
-def _render_findings(report: Any) -> None:
+def _render_findings(report: DistributedReport) -> None:
     console = Console(soft_wrap=True)
     for s in report.stragglers:
         console.print(f"straggler: rank {s.rank} ({s.reason}): the others wait "
@@ -196,7 +207,7 @@ def _render_findings(report: Any) -> None:
         console.print(f"note: {note}")
 
 
-def _render_steps(report: Any) -> None:
+def _render_steps(report: DistributedReport) -> None:
     table = _table("steps", ("rank", "step", "time (ms)", "compute (ms)", "comm (ms)",
                              "exposed comm (ms)"))
     for r in report.ranks:
@@ -206,7 +217,7 @@ def _render_steps(report: Any) -> None:
     _print(table)
 
 
-def render_scaling(report: Any) -> None:
+def render_scaling(report: ScalingReport) -> None:
     """One row per rank count."""
     i = report.inputs
     title = (f"DDP scaling: base step {_ms(i.base_step_us)} ms, backward {_ms(i.backward_us)} ms, "

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from aiprof.analysis.step_breakdown import CATEGORIES
-from aiprof.analysis.views import RankViews
+from aiprof.analysis.views import ReportViews
 from aiprof.diagnose.finding import Diagnosis, Finding
 from aiprof.diagnose.report_data import RankView, ReportData
 from aiprof.jsontext import dumps
@@ -27,7 +27,7 @@ from aiprof.report.views_html import view_sections
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#999")
 
 
-def render_report(data: ReportData, views: RankViews | None = None,
+def render_report(data: ReportData, views: ReportViews | None = None,
                   run_meta: RunMeta | None = None) -> str:
     """The whole page as one string (with the sections of ``views`` when given; ``run_meta``:
     the run record the traces came from)."""

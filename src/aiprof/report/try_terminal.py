@@ -39,7 +39,8 @@ def memory_text(peak: int | None, base: int | None) -> str:
 
 
 def _row(fix: dict[str, Any], base_peak: int | None) -> list[str]:
-    name = fix["name"] + (" (edited)" if fix.get("edited") else "")
+    name = ("aa (unfixed again)" if fix["name"] == "aa" and not fix.get("edited")
+            else fix["name"] + (" (edited)" if fix.get("edited") else ""))
     estimated = _pct(fix.get("estimated_gain_pct"), signed=False)
     if fix["status"] != "measured":
         return [text(name), estimated, "-", "-", "-", _STATUS_TEXT.get(fix["status"],
@@ -97,6 +98,14 @@ def render_try(console: Console, document: dict[str, Any]) -> None:
     for item in document.get("not_applied", ()):
         console.print(f"not applied ({text(item['category'])}: needs a code change): "
                       f"{text(item['change'])}; see the diagnosis")
+    noise = document.get("noise")
+    if noise and noise.get("half_width_pct") is not None:
+        gains = noise["round_gains_pct"]
+        console.print(
+            f"A/A (the unfixed script against itself, {len(gains)} rounds): "
+            f"{min(gains):+.1f} .. {max(gains):+.1f}%, {noise['verdict']}; a fix whose gain "
+            f"is within ±{noise['half_width_pct']:.1f}% cannot be told from the noise between "
+            "fresh processes here")
     if document.get("stopped"):
         console.print(f"[bold]stopped early:[/] {text(document['stopped'])}; the table has "
                       "what was measured")

@@ -6,6 +6,7 @@ from dataclasses import fields
 from typing import Any
 
 from aiprof.analysis.critical_path import CriticalPath
+from aiprof.analysis.critical_ranks import RanksCriticalPath
 from aiprof.analysis.diff import PARTS, TraceDiff
 from aiprof.analysis.diff_hta import HtaDiffRow
 from aiprof.analysis.gpu_samples import SampleView
@@ -94,7 +95,10 @@ def hta_diff_document(rows: list[list[HtaDiffRow]]) -> dict[str, Any]:
     return {"schema": DIFF_SCHEMA + "+hta", "pairs": [[plain(r) for r in p] for p in rows]}
 
 
-def critical_path_document(paths: list[CriticalPath], *, edges: bool = False) -> dict[str, Any]:
+def critical_path_document(paths: list[CriticalPath], *, edges: bool = False,
+                           across: RanksCriticalPath | None = None) -> dict[str, Any]:
+    """Each rank's path; with ``across``, the path across the ranks too (``across_ranks``)."""
+
     def one(cp: CriticalPath) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "rank": cp.rank, "window": cp.window, "start_us": cp.start_us, "end_us": cp.end_us,
@@ -108,7 +112,26 @@ def critical_path_document(paths: list[CriticalPath], *, edges: bool = False) ->
                             "end_us": cp.edge_end_us, "weight_us": cp.edge_weight_us}
         return doc
 
-    return {"schema": CRITICAL_PATH_SCHEMA, "ranks": [one(cp) for cp in paths]}
+    doc: dict[str, Any] = {"schema": CRITICAL_PATH_SCHEMA, "ranks": [one(cp) for cp in paths]}
+    if across is not None:
+        doc["across_ranks"] = _across_document(across, edges)
+    return doc
+
+
+def _across_document(cp: RanksCriticalPath, edges: bool) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "ranks": cp.ranks, "window": cp.window, "length_us": cp.length_us,
+        "by_bound_us": cp.by_bound_us, "by_bound_pct": {b: cp.pct(b) for b in cp.by_bound_us},
+        "by_rank_us": {str(r): v for r, v in cp.by_rank_us.items()},
+        "num_collectives_joined": cp.num_joined, "num_collectives_unjoined": cp.num_unjoined,
+        "last_by": cp.last_by,
+        "stretches": [plain(s) for s in cp.stretches], "ops": [plain(o) for o in cp.ops],
+    }
+    if edges:
+        doc["edges"] = {"rank": cp.edge_rank, "type": cp.edge_type, "bound_by": cp.edge_bound,
+                        "name": cp.edge_name, "start_us": cp.edge_start_us,
+                        "end_us": cp.edge_end_us, "weight_us": cp.edge_weight_us}
+    return doc
 
 
 def memory_document(views: list[MemoryView], *, curve: bool = False) -> dict[str, Any]:

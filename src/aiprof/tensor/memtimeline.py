@@ -7,11 +7,14 @@ trace table without torch. Lifetimes pair each allocation with the next free of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aiprof.errors import InputError
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def _lifetimes(ts_us: np.ndarray, delta: np.ndarray, addr: np.ndarray) -> list[A
 
 
 def trace_memory_timeline(
-    trace: Any, device_id: int | None = None, *, top: int = 10
+    trace: Trace, device_id: int | None = None, *, top: int = 10
 ) -> MemoryTimeline:
     """The timeline of one device's ``[memory]`` events in a trace (default: the GPU with the
     most events, else the CPU)."""

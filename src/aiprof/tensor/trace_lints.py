@@ -8,12 +8,15 @@ measured cost the layout lint reports next to its prediction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiprof.tensor.alignment import AlignmentFinding, lint_alignment
 from aiprof.tensor.ceilings_model import Ceilings
 from aiprof.tensor.layout import CONVERSION_KERNEL, LayoutReport, lint_layout
 from aiprof.tensor.trace_ops import launching_ops
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class TraceLints:
     """Device time of every NCHW<->NHWC conversion kernel in the trace."""
 
 
-def conversion_time_by_op(trace: Any) -> dict[int, float]:
+def conversion_time_by_op(trace: Trace) -> dict[int, float]:
     """Conversion-kernel device time per launching CPU op row."""
     kernels = trace.kernels
     mask = trace.strings.mask(kernels.name_id, CONVERSION_KERNEL) & (kernels.op_row >= 0)
@@ -36,7 +39,7 @@ def conversion_time_by_op(trace: Any) -> dict[int, float]:
     return times
 
 
-def trace_lints(trace: Any, ceilings: Ceilings | None = None) -> TraceLints:
+def trace_lints(trace: Trace, ceilings: Ceilings | None = None) -> TraceLints:
     """Layout and alignment lints of ``trace``, with measured times where the trace has them."""
     ops = launching_ops(trace)
     calls = [op.call for op in ops]

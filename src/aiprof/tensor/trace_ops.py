@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aiprof.tensor.dtypes import is_dtype_name
 from aiprof.tensor.opcall import Arg, OpCall, TensorMeta
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class LaunchingCalls:
     """The distinct calls (name, dims, types, strides, concrete inputs), each decoded once."""
 
 
-def launching_ops(trace: Any) -> list[TraceOp]:
+def launching_ops(trace: Trace) -> list[TraceOp]:
     """Every CPU op that launched device work, in trace order, with that work's device time.
 
     Kernels, memsets and device-to-device copies count; host<->device copies do not (their roof
@@ -56,7 +59,7 @@ def launching_ops(trace: Any) -> list[TraceOp]:
     ]
 
 
-def launching_calls(trace: Any) -> LaunchingCalls:
+def launching_calls(trace: Trace) -> LaunchingCalls:
     """``launching_ops`` without one object per op (a trace holds millions of them)."""
     rows, durations = [], []
     for table, keep in ((trace.kernels, None), (trace.memset, None), (trace.memcpy, "DtoD")):
@@ -79,7 +82,7 @@ def launching_calls(trace: Any) -> LaunchingCalls:
     return LaunchingCalls(order, index, device_us[order], counts[order], calls)
 
 
-def _calls_by_signature(trace: Any, rows: np.ndarray) -> tuple[np.ndarray, list[OpCall]]:
+def _calls_by_signature(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, list[OpCall]]:
     """``call_from_row`` of each row, decoded once per distinct (name, dims, types, strides,
     concrete inputs): a training loop repeats the same calls every step, so a trace of 100k ops
     has a few hundred signatures. Returns each row's index into the distinct calls (ordered by
@@ -101,7 +104,7 @@ def _calls_by_signature(trace: Any, rows: np.ndarray) -> tuple[np.ndarray, list[
     return inverse, [call_from_row(trace, int(rows[i])) for i in first]
 
 
-def call_from_row(trace: Any, row: int) -> OpCall:
+def call_from_row(trace: Trace, row: int) -> OpCall:
     """The ``OpCall`` of ``trace.cpu_ops`` row ``row`` (empty args without record_shapes)."""
     ops = trace.cpu_ops
     name = trace.name(int(ops.name_id[row]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiprof.errors import UnsupportedDeviceError
 from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
@@ -18,6 +18,9 @@ from aiprof.tensor.opcall import OpCall
 from aiprof.tensor.opcost import OpCost
 from aiprof.tensor.roofline import RooflinePoint, place
 from aiprof.tensor.trace_ops import launching_calls
+
+if TYPE_CHECKING:
+    from aiprof.trace import Trace
 
 COMMUNICATION_PREFIXES = ("record_param_comms", "c10d::", "nccl:")
 
@@ -56,7 +59,7 @@ class TraceRoofline:
 
 
 def trace_roofline(
-    trace: Any, ceilings: Ceilings | None = None, *, allow_tf32: bool = False
+    trace: Trace, ceilings: Ceilings | None = None, *, allow_tf32: bool = False
 ) -> TraceRoofline:
     """Place every launching op of ``trace`` on the roofline of its device (or ``ceilings``)."""
     if ceilings is None:

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from aiprof.errors import InputError
 
 BASE = "base"
+AA = "aa"
+"""The A/A variant (``--aa``): the unfixed script again, so its "gain" is process noise."""
+SPAWN_MODES = ("fork", "exec")
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,11 @@ class Protocol:
     """Timed steps per process."""
     warmup_steps: int = 5
     """Steps run before timing starts (compilation, autotuning, first allocations)."""
+    warmup_s: float = 0.0
+    """On CUDA the warm-up also lasts at least this long (the GPU's clocks rise from idle)."""
+    spawn: str = "fork"
+    """"fork": variants forked from a server that imported torch once (one rank only);
+    "exec": each variant a new interpreter."""
     nproc: int = 1
     timeout_s: float = 600.0
     """Per variant process."""
@@ -45,6 +53,11 @@ class Protocol:
         if self.warmup_steps < 3:
             raise InputError(f"--warmup must be >= 3 steps (the loss of steps 1-3 is read "
                              f"there), got {self.warmup_steps}")
+        if not self.warmup_s >= 0:
+            raise InputError(f"--warmup-s must be >= 0 seconds, got {self.warmup_s:g}")
+        if self.spawn not in SPAWN_MODES:
+            raise InputError(f"--spawn must be one of {', '.join(SPAWN_MODES)}, got "
+                             f"{self.spawn!r}")
         if self.nproc < 1:
             raise InputError(f"--nproc must be >= 1, got {self.nproc}")
         if not self.timeout_s > 0:

@@ -10,7 +10,7 @@ from aiprof.trial import stats
 from aiprof.trial.catalog import CODE_CHANGES
 from aiprof.trial.numerics import DEFAULT_RTOL, NumericsCheck, check_numerics
 from aiprof.trial.orchestrate import TrialRuns, first_problem, paired_rounds
-from aiprof.trial.plan import BASE, Protocol, VariantSpec
+from aiprof.trial.plan import AA, BASE, Protocol, VariantSpec
 
 SCHEMA = "aiprof.try/1"
 MEASURED, SKIPPED = "measured", "skipped"
@@ -56,6 +56,12 @@ class TrialResult:
     stopped: str = ""
     wall_s: float = 0.0
     num_processes: int = 0
+    spawn: dict[str, Any] = field(default_factory=dict)
+    """How variants were started: forked from a server that preloaded modules, or exec."""
+    runs: tuple[dict[str, Any], ...] = ()
+    """Every process in run order: label, round, status, median step, wall time."""
+    noise: dict[str, Any] | None = None
+    """With ``--aa``: the unfixed script against itself, the noise a fix must exceed."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.try/1`` JSON document."""
@@ -76,6 +82,9 @@ class TrialResult:
             "stopped": self.stopped,
             "wall_s": round(self.wall_s, 2),
             "num_processes": self.num_processes,
+            "spawn": self.spawn,
+            "runs": list(self.runs),
+            "noise": self.noise,
         }
 
 
@@ -104,7 +113,8 @@ def _compile_s(pairs: list[Any], warmup_steps: int) -> float:
     excesses = []
     for _, run in pairs:
         host = list(run.host_step_us)
-        warm, measured = host[:warmup_steps - 1], host[warmup_steps - 1:]
+        warm_steps = run.warmup_steps or warmup_steps
+        warm, measured = host[:warm_steps - 1], host[warm_steps - 1:]
         excesses.append(stats.excess_s(warm, measured))
     return float(statistics.median(excesses)) if excesses else 0.0
 
@@ -137,13 +147,15 @@ def fix_result(spec: VariantSpec, trial: TrialRuns, protocol: Protocol,
 def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: TrialRuns,
               protocol: Protocol, *, estimates: dict[str, float] | None = None,
               code_categories: list[str] | None = None,
-              rtol: float = DEFAULT_RTOL) -> TrialResult:
+              rtol: float = DEFAULT_RTOL,
+              spawn: dict[str, Any] | None = None) -> TrialResult:
     """The result table from the runs."""
     estimates = estimates or {}
     base = [r for r in trial.runs if r.label == BASE and r.status == "ok"]
     base_peaks = [r.peak_memory_bytes for r in base if r.peak_memory_bytes is not None]
     rows = tuple(fix_result(spec, trial, protocol, estimates.get(spec.fix), rtol)
                  for spec in variants if spec.label != BASE)
+    aa = next((row for row in rows if row.name == AA and row.comparison), None)
     return TrialResult(
         command=command, protocol=protocol, clock=base[0].clock if base else "",
         base_median_step_us=(float(statistics.median([r.median_step_us or 0.0 for r in base]))
@@ -155,4 +167,20 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         not_applied=tuple((c, CODE_CHANGES[c]) for c in dict.fromkeys(code_categories or [])
                           if c in CODE_CHANGES),
         interrupted=trial.interrupted, stopped=trial.stopped, wall_s=trial.wall_s,
-        num_processes=len(trial.runs))
+        num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}),
+        runs=tuple({"label": r.label, "round": r.round, "status": r.status,
+                    "median_step_us": _round(r.median_step_us), "wall_s": round(r.wall_s, 2),
+                    "warmup_steps": r.warmup_steps, "phases_s": r.phases_s}
+                   for r in trial.runs),
+        noise=noise_document(aa) if aa is not None else None)
+
+
+def noise_document(aa: FixResult) -> dict[str, Any]:
+    """What the A/A rounds say: their gains and interval, and the half-width a fix's gain must
+    exceed to be told from process noise (the largest A/A round gain in absolute value)."""
+    assert aa.comparison is not None
+    gains = list(aa.comparison.round_gains_pct)
+    return {"round_gains_pct": [round(g, 2) for g in gains],
+            "interval_pct": [round(v, 2) for v in aa.comparison.interval_pct],
+            "verdict": aa.comparison.verdict,
+            "half_width_pct": round(max(abs(g) for g in gains), 2) if gains else None}

@@ -27,6 +27,11 @@ class VariantRun:
     memory_kind: str = ""
     """"gpu" (torch.cuda.max_memory_allocated, the largest rank) or "host" (peak RSS)."""
     clock: str = ""
+    warmup_steps: int = 0
+    """Steps run before the timed ones (0: not known, the protocol's count)."""
+    phases_s: dict[str, float] = field(default_factory=dict)
+    """Where the process's time went (rank 0, host clock): to the first step, warm-up, timed
+    steps, after the last step."""
     reason: str = ""
     """Why the fix did not apply, or why the process failed."""
     tail: tuple[str, ...] = ()
@@ -55,7 +60,9 @@ def from_rank_documents(label: str, round_index: int, docs: list[dict[str, Any]]
     first = docs[0]
     common: dict[str, Any] = {"label": label, "round": round_index, "wall_s": wall_s,
               "facts": dict(first.get("facts", {})), "notes": tuple(first.get("notes", ())),
-              "clock": str(first.get("clock", ""))}
+              "clock": str(first.get("clock", "")),
+              "warmup_steps": int(first.get("warmup_steps", 0) or 0),
+              "phases_s": dict(first.get("phases_s", {}))}
     short = [d for d in docs if int(d.get("num_steps", 0)) < int(d.get("needed_steps", 1))]
     if short:
         doc = short[0]

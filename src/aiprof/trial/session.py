@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -11,10 +12,11 @@ from pathlib import Path
 from types import FrameType
 
 from aiprof.errors import InputError
+from aiprof.trial.forkserver import ForkServer, ForkServerError, preload_names
 from aiprof.trial.launcher import launch
 from aiprof.trial.numerics import DEFAULT_RTOL
 from aiprof.trial.orchestrate import run_trial
-from aiprof.trial.plan import BASE, Protocol, VariantSpec
+from aiprof.trial.plan import AA, BASE, Protocol, VariantSpec
 from aiprof.trial.record import TRY_DIR, write_try_record
 from aiprof.trial.result import TrialResult, summarize
 from aiprof.trial.runs import VariantRun
@@ -35,12 +37,16 @@ class TryRequest:
     code_categories: tuple[str, ...] = ()
     budget_s: float | None = None
     rtol: float = DEFAULT_RTOL
+    aa: bool = False
+    """Also run the unfixed script again in every round (an A/A test of the noise)."""
 
 
 def variants(request: TryRequest) -> list[VariantSpec]:
     """The base, one variant per fix, one per edited copy (labels must differ)."""
     specs = [VariantSpec(BASE, "none", request.command)]
     specs += [VariantSpec(name, name, request.command) for name in request.fixes]
+    if request.aa:
+        specs.append(VariantSpec(AA, "none", request.command))
     args = request.command[2:] if request.command[:1] == ("-m",) else request.command[1:]
     for label, path in request.edited:
         if not Path(path).is_file():
@@ -73,20 +79,52 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, saved)
 
 
+@contextmanager
+def _fork_server(request: TryRequest, specs: list[VariantSpec], work: Path,
+                 quiet: bool) -> Iterator[tuple[ForkServer | None, dict[str, object]]]:
+    """The fork server for this trial (``spawn`` "fork", one rank), or None: then every
+    variant is a new interpreter. What it preloaded goes into the record."""
+    protocol = request.protocol
+    if protocol.spawn != "fork" or protocol.nproc != 1 or not hasattr(os, "fork"):
+        yield None, {"mode": "exec"}
+        return
+    try:
+        server = ForkServer(preload_names(spec.command for spec in specs), os.environ,
+                            work / "forkserver.log")
+    except (ForkServerError, OSError) as error:
+        if not quiet:
+            print(f"aiprof try: {error}; each variant runs as a new interpreter",
+                  file=sys.stderr)
+        yield None, {"mode": "exec", "fork_server_error": str(error)}
+        return
+    ready = server.ready
+    spawn: dict[str, object] = {"mode": "fork", "preloaded": list(ready.preloaded),
+                                "preload_failed": list(ready.failed),
+                                "preload_s": ready.preload_s,
+                                "exec_fixes": list(ready.exec_fixes)}
+    if not quiet:
+        print(f"aiprof try: fork server imported {', '.join(ready.preloaded)} in "
+              f"{ready.preload_s:.1f} s; each variant is forked from it", file=sys.stderr)
+    try:
+        yield server, spawn
+    finally:
+        server.close()
+
+
 def run_try(request: TryRequest, *, quiet: bool = False) -> TrialResult:
     """Run every round (fresh processes), write the try record and return the result."""
     specs = variants(request)
     work = request.record_dir / TRY_DIR
     work.mkdir(parents=True, exist_ok=True)
+    with _sigterm_as_interrupt(), _fork_server(request, specs, work, quiet) as (server, spawn):
 
-    def launch_one(spec: VariantSpec, round_index: int) -> VariantRun:
-        return launch(spec, round_index, request.protocol, work)
+        def launch_one(spec: VariantSpec, round_index: int) -> VariantRun:
+            return launch(spec, round_index, request.protocol, work, server=server)
 
-    with _sigterm_as_interrupt():
         trial = run_trial(specs, request.protocol.rounds, launch_one, budget_s=request.budget_s,
                           progress=None if quiet else _progress)
     result = summarize(request.command, specs, trial, request.protocol,
                        estimates=request.estimates, code_categories=list(request.code_categories),
-                       rtol=request.rtol)
+                       rtol=request.rtol, spawn=spawn)
     write_try_record(request.record_dir, result.document())
     return result

@@ -5,6 +5,7 @@
 
 import json
 import os
+import random
 import sys
 
 import torch
@@ -18,6 +19,7 @@ optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 data = torch.utils.data.TensorDataset(torch.randn(64, 3, 8, 8), torch.randint(0, 5, (64,)))
 loader = torch.utils.data.DataLoader(data, batch_size=8)
 seen = {"forward_dtypes": []}
+first_random = random.random()  # differs between fresh processes (seeded from the OS)
 
 
 def observe(module, args, output):
@@ -53,6 +55,8 @@ while done < steps:
             "compiled": getattr(model, "_compiled_call_impl", None) is not None,
             "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
             "loss": loss.item(),
+            "pid": os.getpid(),
+            "python_random": first_random,
         }
         with open(out_path + ".tmp", "w") as handle:
             json.dump(state, handle)

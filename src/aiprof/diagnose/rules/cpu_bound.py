@@ -11,14 +11,20 @@ from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.host_sync import sync_op_spans
 
 
+def host_cpu(ctx: Context) -> iv.Intervals:
+    """CPU time that stays on the host whatever launches it: the DataLoader, the allocator, the
+    ops that synchronize and host work other than launching (neither a CUDA graph nor
+    ``torch.compile`` removes it)."""
+    return iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx),
+                        ctx.host_work.spans)
+
+
 def change(ctx: Context) -> Change | None:
     """CPU work between launches set to zero (CUDA graphs), the time a graph cannot take kept."""
     host_wait = sum(s.host_wait_us for s in ctx.idle.streams)
     if host_wait <= 0 or ctx.launch.num_launches == 0:
         return None
-    protected = iv.union_all(ctx.dataloader.spans, ctx.allocator.call_spans, sync_op_spans(ctx),
-                             ctx.host_work.spans)  # a CUDA graph does not remove host work
-    return Change(launch_work_scale=0.0, protected_cpu=protected)
+    return Change(launch_work_scale=0.0, protected_cpu=host_cpu(ctx))
 
 
 def capture_blockers(ctx: Context) -> dict[str, Change]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiprof.diagnose.attention import Attention, find_attention, fused_durations
+from aiprof.diagnose.compiled import compile_change
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
@@ -21,19 +22,11 @@ def attention(ctx: Context) -> list[Attention]:
 
 
 def change(ctx: Context, regions: list[Attention] | None = None) -> Change | None:
-    """Each chain reduced to its longest kernel; each hand-written attention (forward and
-    backward) to one kernel at the fused roofline."""
-    chains = ctx.chains.chains
+    """The step under ``torch.compile`` (``diagnose/compiled.py``: runs of memory-bound kernels
+    fused, their launches and the eager dispatch gone) with each hand-written attention
+    (forward and backward) as one kernel at the fused roofline."""
     regions = attention(ctx) if regions is None else regions
-    if not chains and not regions:
-        return None
-    dur = ctx.trace.gpu_ops.dur_us
-    new: dict[int, float] = {}
-    for chain in chains:
-        keep = int(chain.rows[int(np.argmax(dur[chain.rows]))])
-        new.update({int(r): 0.0 for r in chain.rows if int(r) != keep})
-    new.update(fused_durations(ctx.trace, regions))
-    return Change(gpu_dur_us=new) if new else None
+    return compile_change(ctx, fused_durations(ctx.trace, regions))
 
 
 def find(ctx: Context) -> Finding | None:
@@ -62,7 +55,8 @@ def find(ctx: Context) -> Finding | None:
             "chain_ms_per_step": per_step_ms(ctx, ctx.chains.chain_us),
             "num_chains": len(chains),
             "longest_chain_kernels": max((len(c.rows) for c in chains), default=0),
-            "traffic_saved_mb": round(sum(known) / 1e6, 1) if known else None,
+            "traffic_saved_mb_per_step": (round(sum(known) / 1e6 / max(len(ctx.trace.steps), 1),
+                                                1) if known else None),
             "top_kernels": ctx.top_kernels(rows),
             "attention_blocks": len(regions),
             "attention_ms_per_step": per_step_ms(ctx, attention_us) if regions else None,

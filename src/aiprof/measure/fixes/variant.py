@@ -1,12 +1,13 @@
 """One variant of ``aiprof try``: the user's script in this (fresh) process, one fix applied.
 
     python -m aiprof.measure.fixes.variant --fix NAME --warmup W --steps N --result DIR \
-        [--steps-from NAME] [--watch NAME] -- script.py args
+        [--warmup-s S] [--steps-from NAME] [--watch NAME] -- script.py args
 
 Runs the script as ``aiprof run`` does (``capture.runner``: same ``sys.argv``, ``__main__``,
 same step detection: the optimizer hook, ``aiprof.step()`` or ``--steps-from``) without the
 profiler, times each step with CUDA events at the step boundaries (host clock without CUDA;
-``capture.step_timer``), stops the script after ``W + N`` steps and writes
+``capture.step_timer``), stops the script after ``W + N`` steps (on CUDA the warm-up also
+lasts at least ``S`` seconds, so it can be more than ``W`` steps) and writes
 ``DIR/rank<R>.json``. Exit status: 0 when the script ran its steps, 1 otherwise.
 """
 
@@ -39,13 +40,28 @@ class VariantSession:
     per-step hooks and stops the script when its steps are done."""
 
     def __init__(self, torch: Any, fix: Fix, watch: LossWatch, *, warmup: int, steps: int,
-                 steps_from: str | None) -> None:
+                 steps_from: str | None, warmup_s: float = 0.0) -> None:
         self.torch, self.fix, self.watch = torch, fix, watch
         self.policy = StepPolicy(steps_from)
         self.timer = StepTimer(torch, discarded=warmup)
         self.host_marks_ns: list[int] = []
         self.num_steps = 0
-        self.total = warmup + steps
+        self.steps = steps
+        self.warmup = warmup
+        self.warmup_s = warmup_s if self.timer.clock == "cuda_events" else 0.0
+        self.total = warmup + steps if self.warmup_s <= 0 else 0
+        """0 while the warm-up is still running (the timed steps start once it is over)."""
+
+    def _warm_up_over(self) -> bool:
+        """The warm-up lasts ``warmup`` steps and, on CUDA, at least ``warmup_s`` seconds from
+        the end of the first step. An idle H200 reads 345 MHz of its 1,980 MHz (nvidia-smi,
+        2026-12-01); measured there, a 4096² FP32 matmul after 6 s idle is at its steady time
+        0.14 s after the first call (tests/data/trial/h200_try_aa.json), so the default 0.5 s
+        covers the clocks and lazy library set-up with room to spare."""
+        if self.num_steps < self.warmup:
+            return False
+        elapsed_s = (self.host_marks_ns[-1] - self.host_marks_ns[0]) / 1e9
+        return elapsed_s >= self.warmup_s
 
     def step(self, source: str = "user", optimizer: object | None = None) -> None:
         if not self.policy.accept(source, optimizer):
@@ -55,8 +71,16 @@ class VariantSession:
         self.host_marks_ns.append(time.perf_counter_ns())
         self.watch.at_step(self.num_steps)
         self.fix.at_step(self.torch, self.num_steps, optimizer)
-        if self.num_steps >= self.total:
+        if not self.total and self._warm_up_over():
+            self.timer.discard_through(self.num_steps)
+            self.total = self.num_steps + self.steps
+        if self.total and self.num_steps >= self.total:
             raise StopScript()
+
+    @property
+    def warmup_steps_run(self) -> int:
+        """Steps run before the timed ones (``warmup`` or more, see ``_warm_up_over``)."""
+        return self.total - self.steps if self.total else self.num_steps
 
 
 def _hooks(session: VariantSession, steps_from: str | None) -> list[Any]:
@@ -77,8 +101,22 @@ def _peak_memory(torch: Any) -> dict[str, int | None]:
             "peak_host_rss_bytes": int(host)}
 
 
+def _phases_s(began_ns: int, marks_ns: list[int], warmup_steps: int,
+              ended_ns: int) -> dict[str, float]:
+    """Where the variant's time went (host clock, s): imports, model build and the first step;
+    the warm-up; the timed steps; and what came after the last step (stop, fix, results)."""
+    if not marks_ns:
+        return {"to_first_step": round((ended_ns - began_ns) / 1e9, 3)}
+    warm = marks_ns[min(max(warmup_steps, 1), len(marks_ns)) - 1]
+    return {"to_first_step": round((marks_ns[0] - began_ns) / 1e9, 3),
+            "warmup": round((warm - marks_ns[0]) / 1e9, 3),
+            "timed": round((marks_ns[-1] - warm) / 1e9, 3),
+            "after_last_step": round((ended_ns - marks_ns[-1]) / 1e9, 3)}
+
+
 def run_variant(args: argparse.Namespace) -> dict[str, Any]:
     """Apply the fix, run the script to its last step, and return the result document."""
+    began_ns = time.perf_counter_ns()
     fix = FIX_CLASSES[args.fix]()
     fix.environment(os.environ)
     import torch
@@ -88,7 +126,7 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
     skip = (package, os.path.dirname(torch.__file__))
     watch = LossWatch(args.watch, skip)
     session = VariantSession(torch, fix, watch, warmup=args.warmup, steps=args.steps,
-                             steps_from=args.steps_from)
+                             steps_from=args.steps_from, warmup_s=args.warmup_s)
     fix.before_script(torch)
     uninstall = _hooks(session, args.steps_from)
     watch.install()
@@ -101,18 +139,23 @@ def run_variant(args: argparse.Namespace) -> dict[str, Any]:
         watch.uninstall()
         for remove in reversed(uninstall):
             remove()
-    step_us = session.timer.step_times_us() if session.num_steps >= session.total else []
+    done = bool(session.total) and session.num_steps >= session.total
+    step_us = session.timer.step_times_us() if done else []
     fix.finish(torch)
     marks = session.host_marks_ns
+    phases = _phases_s(began_ns, marks, session.warmup_steps_run, time.perf_counter_ns())
     return {
         "fix": args.fix, "rank": int(os.environ.get("RANK", "0")),
         "ended": outcome.ended, "exit_code": outcome.exit_code, "error": outcome.error,
-        "num_steps": session.num_steps, "needed_steps": session.total,
+        "num_steps": session.num_steps,
+        "needed_steps": session.total or session.warmup_steps_run + session.steps,
+        "warmup_steps": session.warmup_steps_run,
         "step_source": session.policy.source, "clock": session.timer.clock,
         "step_us": [round(t, 3) for t in step_us],
         "host_step_us": [round((b - a) / 1000.0, 3) for a, b in
                          zip(marks, marks[1:], strict=False)],
         "watch": {"source": watch.source, "values": watch.values},
+        "phases_s": phases,
         "not_applicable": fix.not_applicable, "facts": fix.facts, "notes": fix.notes,
         **_peak_memory(torch),
     }
@@ -124,6 +167,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
+    parser.add_argument("--warmup-s", type=float, default=0.0)
     parser.add_argument("--steps-from")
     parser.add_argument("--watch", default="loss")
     parser.add_argument("command", nargs=argparse.REMAINDER)

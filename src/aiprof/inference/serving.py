@@ -1,0 +1,188 @@
+"""Serve a load from a separate load-generator process through the real batcher, end to end.
+
+This process runs the batcher's event loop and the socket front end
+(:mod:`aiprof.inference.frontend`); the model function runs in the batcher's model threads; the
+load comes from ``python -m aiprof.inference.loadclient`` in a process of its own, so generating
+load costs the server nothing (perf_analyzer's arrangement, reference A2). Latency is measured by
+the client, from when a request was due to when its answer arrived, so a client that falls behind
+its schedule shows up as latency, as it would for a user (and ``max_send_lag_us`` says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiprof.errors import InputError
+from aiprof.inference.batcher import DynamicBatcher
+from aiprof.inference.frontend import RequestServer
+from aiprof.inference.loadgen import run_precise
+from aiprof.inference.metrics import BatchingMetrics
+from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.wire import FAILED, OK, REASONS, REJECTED
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenLoad:
+    """Requests due at ``arrivals_us`` (sorted, from 0), whatever the answers."""
+
+    arrivals_us: tuple[float, ...]
+    priorities: tuple[int, ...] = ()
+    """Each request's priority level (empty: the batcher's default for all)."""
+    deadlines_us: tuple[float, ...] = ()
+    """Each request's deadline from its arrival (empty or 0: none)."""
+
+    def __post_init__(self) -> None:
+        for name, values in (("priorities", self.priorities),
+                             ("deadlines", self.deadlines_us)):
+            if values and len(values) != len(self.arrivals_us):
+                raise InputError(f"{len(values)} {name} for {len(self.arrivals_us)} arrivals")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClosedLoad:
+    """``concurrency`` requests outstanding until ``num_requests`` were answered."""
+
+    concurrency: int
+    num_requests: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedRun:
+    """What the client saw of one load, and the batcher's own summary of it."""
+
+    mode: str
+    """``open`` or ``closed``."""
+    num_requests: int
+    num_ok: int
+    rejected: dict[str, int]
+    """Requests answered without compute, by reason."""
+    failed: dict[str, int]
+    """Requests whose batch failed, by reason."""
+    num_lost: int
+    """Requests that got no answer at all (must be 0)."""
+    num_duplicated: int
+    """Requests answered more than once (must be 0)."""
+    throughput_rps: float
+    """Served requests per second, from the first request due to the last answer."""
+    latency_p50_us: float
+    latency_p95_us: float
+    latency_p99_us: float
+    latency_mean_us: float
+    max_send_lag_us: float
+    """Longest a request left the client after it was due (the client's own lateness)."""
+    server_cpu_us_per_request: float
+    """CPU time of the serving process (every thread) per request sent."""
+    wall_s: float
+    server: BatchingMetrics
+
+
+def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenLoad | ClosedLoad,
+          *, num_slots: int, num_instances: int = 2, deadline_s: float = 120.0) -> ServedRun:
+    """Serve ``load`` with a :class:`DynamicBatcher` around ``model_fn``; the client's view.
+
+    The model function gets ``(request id, slot)`` payloads, one per request of the batch.
+    """
+    if isinstance(load, OpenLoad) and not load.arrivals_us:
+        raise InputError("no arrivals to serve")
+    with tempfile.TemporaryDirectory(prefix="aiprof-serve-") as tmp:
+        folder = Path(tmp)
+        command = _client_command(load, folder, num_slots, deadline_s)
+        begin_cpu, begin = time.process_time(), time.perf_counter()
+        metrics, code, stderr = run_precise(_serve_async(
+            model_fn, policy, num_instances, num_slots, folder / "s", command, deadline_s))
+        cpu, wall = time.process_time() - begin_cpu, time.perf_counter() - begin
+        if code != 0 or not (folder / "times.npz").is_file():
+            raise InputError(f"the load generator failed (exit {code}): {stderr.strip()[-300:]}")
+        with np.load(folder / "times.npz") as times:
+            data = {key: times[key] for key in times.files}
+    return _summarize(data, load, metrics, cpu, wall)
+
+
+def _client_command(load: OpenLoad | ClosedLoad, folder: Path, num_slots: int,
+                    deadline_s: float) -> list[str]:
+    command = [sys.executable, "-m", "aiprof.inference.loadclient", "--socket",
+               str(folder / "s"), "--out", str(folder / "times.npz"), "--num-slots",
+               str(num_slots), "--deadline-s", str(deadline_s)]
+    if isinstance(load, OpenLoad):
+        np.save(folder / "arrivals.npy", np.asarray(load.arrivals_us, dtype=np.float64))
+        command += ["--arrivals", str(folder / "arrivals.npy")]
+        if load.priorities:
+            np.save(folder / "priorities.npy", np.asarray(load.priorities, dtype=np.uint16))
+            command += ["--priorities", str(folder / "priorities.npy")]
+        if load.deadlines_us:
+            np.save(folder / "deadlines.npy", np.asarray(load.deadlines_us, dtype=np.float32))
+            command += ["--deadlines", str(folder / "deadlines.npy")]
+        return command
+    return [*command, "--concurrency", str(load.concurrency), "--requests",
+            str(load.num_requests)]
+
+
+async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy,
+                       num_instances: int, num_slots: int, path: Path, command: list[str],
+                       deadline_s: float) -> tuple[BatchingMetrics, int, str]:
+    loop = asyncio.get_running_loop()
+    batcher = DynamicBatcher(model_fn, policy, num_instances=num_instances)
+    batcher.start()
+    closed: asyncio.Future[None] = loop.create_future()
+    server = await loop.create_unix_server(
+        lambda: RequestServer(batcher, num_slots, closed), str(path))
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])  # the folder above aiprof/
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    stop = time.monotonic() + deadline_s + 30
+    while not closed.done() and process.poll() is None and time.monotonic() < stop:
+        await asyncio.sleep(0.02)
+    metrics = batcher.metrics()
+    await batcher.close()
+    server.close()
+    await server.wait_closed()
+    try:
+        _, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, stderr = process.communicate()
+    return metrics, process.returncode, stderr or ""
+
+
+def _summarize(data: dict[str, np.ndarray], load: OpenLoad | ClosedLoad,
+               metrics: BatchingMetrics, cpu_s: float, wall_s: float) -> ServedRun:
+    answers, status, reason = data["answers"], data["status"], data["reason"]
+    answered = answers > 0
+    ok = answered & (status == OK)
+    latency_us = (data["recv_ns"][ok] - data["sched_ns"][ok]) / 1e3
+    p50, p95, p99 = (np.percentile(latency_us, [50, 95, 99]) if latency_us.size
+                     else (np.nan,) * 3)
+    sent = data["handoff_ns"] >= 0
+    span_s = ((data["recv_ns"][answered].max() - data["sched_ns"][sent].min()) / 1e9
+              if answered.any() else 0.0)
+    lag = data["handoff_ns"][sent] - data["sched_ns"][sent]
+    return ServedRun(
+        mode="open" if isinstance(load, OpenLoad) else "closed",
+        num_requests=int(answers.size), num_ok=int(ok.sum()),
+        rejected=_by_reason(reason[answered & (status == REJECTED)]),
+        failed=_by_reason(reason[answered & (status == FAILED)]),
+        num_lost=int((~answered).sum()), num_duplicated=int((answers > 1).sum()),
+        throughput_rps=float(ok.sum() / span_s) if span_s > 0 else 0.0,
+        latency_p50_us=float(p50), latency_p95_us=float(p95), latency_p99_us=float(p99),
+        latency_mean_us=float(latency_us.mean()) if latency_us.size else float("nan"),
+        max_send_lag_us=float(lag.max() / 1e3) if lag.size else 0.0,
+        server_cpu_us_per_request=cpu_s / max(1, answers.size) * 1e6,
+        wall_s=wall_s, server=metrics)
+
+
+def _by_reason(codes: np.ndarray) -> dict[str, int]:
+    values, counts = np.unique(codes, return_counts=True)
+    return {REASONS[int(v)]: int(c) for v, c in zip(values, counts, strict=True)}

@@ -1,0 +1,223 @@
+"""The serving path's model function: a batch assembled into a preallocated host buffer (pinned on
+CUDA), then the copy in, the forward and the copy back on one CUDA stream, double buffered.
+
+The batcher runs ``num_buffers`` instances of this function in threads of their own; each call
+takes a free buffer set, so while one batch's copies and forward run on the stream the next is
+assembled into the other buffer, then queued behind it on the same stream (stream order keeps
+them apart; a CUDA event per buffer says when its batch is back). This is Triton's arrangement
+of two model instances on one GPU (``instance_group``: "multiple instances ... overlap memory
+transfer with compute", triton-inference-server/server ``docs/user_guide/model_configuration.md``)
+and the double buffering of the CUDA C++ Programming Guide's "Overlapping Behavior" (copies from
+page-locked memory on a stream overlap work on the device).
+
+On CUDA the forward of each batch-size bucket (powers of two up to the maximum) is captured in a
+CUDA graph (PyTorch's CUDA-graphs recipe, ``torch.cuda.graph``), so a batch costs the host one
+replay instead of a launch per kernel and the event loop's thread is not starved of the GIL; a
+batch is padded to its bucket. A model that cannot be captured runs eagerly (``execution`` says
+which). On the CPU the "device" is a lock around the forward, the same single queue, and torch
+gets ``cpu_threads`` intra-op threads (default 1): the host stage needs a core of its own, and on a
+shared 2-core VM (2026-12-01) a team of two OpenMP threads made a 0.05 ms forward take 31 ms
+whenever one of them was descheduled.
+
+Requests name one of ``num_slots`` inputs registered beforehand (``inputs``), as perf_analyzer's
+shared-memory mode does; assembling a batch is one ``index_select`` of those rows into the buffer.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aiprof.errors import UnsupportedDeviceError
+from aiprof.measure.inference.bench import import_torch
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchCosts:
+    """Median costs per batch size of the batches an engine ran, microseconds."""
+
+    batch_sizes: tuple[int, ...]
+    num_batches: tuple[int, ...]
+    host_us: tuple[float, ...]
+    """Assembling the batch into its host buffer."""
+    device_us: tuple[float, ...]
+    """Copy in, forward, copy back (CUDA events on a GPU; the locked forward on the CPU)."""
+    wall_us: tuple[float, ...]
+    """The whole call, from the batcher handing the batch over to the results being ready."""
+
+
+@dataclass
+class _Buffers:
+    host_in: Any
+    host_out: Any
+    start: Any
+    end: Any
+
+
+def output_head(model: Any) -> Callable[[Any], Any]:
+    """``model`` followed by a reduction to one int32 per row (the value sent back)."""
+    torch = import_torch()
+
+    def head(inputs: Any) -> Any:
+        out = model(inputs)
+        if not isinstance(out, torch.Tensor):
+            out = out[0]  # a tuple or a transformers ModelOutput: its first tensor
+        return out.float().flatten(1).argmax(1).to(torch.int32)
+
+    return head
+
+
+def buckets(max_batch: int) -> tuple[int, ...]:
+    """Batch sizes captured as graphs: powers of two below ``max_batch``, and ``max_batch``."""
+    sizes = [1 << i for i in range(max_batch.bit_length()) if 1 << i < max_batch]
+    return (*sizes, max_batch)
+
+
+class ServingEngine:
+    """A batcher model function over registered inputs; payloads are ``(request id, slot)``."""
+
+    def __init__(self, model: Any, inputs: Any, *, device: str = "cpu", max_batch: int = 32,
+                 num_buffers: int = 2, cuda_graphs: bool = True,
+                 cpu_threads: int | None = 1) -> None:
+        torch = import_torch()
+        self._torch = torch
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        if self.cuda and not torch.cuda.is_available():
+            raise UnsupportedDeviceError(f"device {device}: this machine has no CUDA device; "
+                                         "serve on --device cpu")
+        if not self.cuda and cpu_threads:
+            torch.set_num_threads(cpu_threads)
+        self.max_batch = max_batch
+        self.num_buffers = num_buffers
+        self.inputs = inputs.contiguous()
+        self.num_slots = int(inputs.shape[0])
+        self.model = model.to(self.device).eval()
+        self._head = output_head(self.model)
+        row = tuple(inputs.shape[1:])
+        self._free: queue.SimpleQueue[_Buffers] = queue.SimpleQueue()
+        for _ in range(num_buffers):
+            self._free.put(self._buffers(row, inputs.dtype))
+        self._lock = threading.Lock()
+        self._stream = torch.cuda.Stream(self.device) if self.cuda else None
+        self._dev_in: Any = (torch.zeros((max_batch, *row), dtype=inputs.dtype,
+                                         device=self.device) if self.cuda else None)
+        self._graphs: dict[int, tuple[Any, Any]] = {}
+        self._records: list[tuple[int, float, float, float]] = []
+        self.execution = "eager"
+        self.capture_error = ""
+        if self.cuda and cuda_graphs:
+            self._capture()
+
+    def _buffers(self, row: tuple[int, ...], dtype: Any) -> _Buffers:
+        torch = self._torch
+        pin = self.cuda
+        # zeroed: the rows past a batch, up to its bucket, are computed too and must be valid
+        host_in = torch.zeros((self.max_batch, *row), dtype=dtype, pin_memory=pin)
+        host_out = torch.zeros(self.max_batch, dtype=torch.int32, pin_memory=pin)
+        events = ([torch.cuda.Event(enable_timing=True) for _ in range(2)] if self.cuda
+                  else [None, None])
+        return _Buffers(host_in, host_out, events[0], events[1])
+
+    def _capture(self) -> None:
+        torch = self._torch
+        try:
+            with torch.inference_mode():
+                side = torch.cuda.Stream(self.device)
+                side.wait_stream(torch.cuda.current_stream(self.device))
+                with torch.cuda.stream(side):
+                    for size in buckets(self.max_batch):
+                        for _ in range(3):  # warm-up before capture, as the recipe says
+                            self._head(self._dev_in[:size])
+                torch.cuda.current_stream(self.device).wait_stream(side)
+                for size in buckets(self.max_batch):
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        out = self._head(self._dev_in[:size])
+                    self._graphs[size] = (graph, out)
+            torch.cuda.synchronize(self.device)
+            self.execution = "cuda graphs"
+        except Exception as error:  # a model that cannot be captured still serves, eagerly
+            self._graphs.clear()
+            self.capture_error = f"{type(error).__name__}: {error}"[:300]
+            torch.cuda.synchronize(self.device)
+
+    @property
+    def buckets(self) -> tuple[int, ...]:
+        """The batch sizes of the captured graphs (empty when the forward runs eagerly)."""
+        return tuple(sorted(self._graphs))
+
+    def bucket(self, size: int) -> int:
+        """The batch size a batch of ``size`` runs at (its graph's; itself when eager)."""
+        if not self._graphs:
+            return size
+        return min(b for b in self._graphs if b >= size)
+
+    def __call__(self, payloads: list[tuple[int, int]]) -> list[int]:
+        size = len(payloads)
+        buffers = self._free.get()
+        try:
+            begin = time.perf_counter_ns()
+            index = self._torch.tensor([slot for _, slot in payloads], dtype=self._torch.int64)
+            self._torch.index_select(self.inputs, 0, index, out=buffers.host_in[:size])
+            assembled = time.perf_counter_ns()
+            device_us = self._run(buffers, size)
+            values: list[int] = buffers.host_out[:size].tolist()
+            done = time.perf_counter_ns()
+        finally:
+            self._free.put(buffers)
+        self._records.append((size, (assembled - begin) / 1e3, device_us, (done - begin) / 1e3))
+        return values
+
+    def _run(self, buffers: _Buffers, size: int) -> float:
+        """Device work of one batch; its device time in microseconds."""
+        torch = self._torch
+        padded = self.bucket(size)
+        with torch.inference_mode():
+            if not self.cuda:
+                with self._lock:
+                    start = time.perf_counter_ns()
+                    buffers.host_out[:padded].copy_(self._head(buffers.host_in[:padded]))
+                    return (time.perf_counter_ns() - start) / 1e3
+            assert self._stream is not None and self._dev_in is not None
+            with self._lock, torch.cuda.stream(self._stream):  # one batch's work, in order
+                buffers.start.record(self._stream)
+                self._dev_in[:padded].copy_(buffers.host_in[:padded], non_blocking=True)
+                if self._graphs:
+                    graph, out = self._graphs[padded]
+                    graph.replay()
+                else:
+                    out = self._head(self._dev_in[:padded])
+                buffers.host_out[:padded].copy_(out, non_blocking=True)
+                buffers.end.record(self._stream)
+            buffers.end.synchronize()  # releases the GIL while the stream works
+            return float(buffers.start.elapsed_time(buffers.end)) * 1e3
+
+    def mark(self) -> int:
+        """A position in the record of batches, for :meth:`costs_since`."""
+        return len(self._records)
+
+    def costs_since(self, mark: int = 0) -> BatchCosts:
+        """Median host, device and wall time per batch size of the batches run since ``mark``."""
+        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 4)
+        sizes = sorted({int(s) for s in rows[:, 0]})
+        picked = [rows[rows[:, 0] == s] for s in sizes]
+        return BatchCosts(
+            batch_sizes=tuple(sizes), num_batches=tuple(len(p) for p in picked),
+            host_us=tuple(float(np.median(p[:, 1])) for p in picked),
+            device_us=tuple(float(np.median(p[:, 2])) for p in picked),
+            wall_us=tuple(float(np.median(p[:, 3])) for p in picked))
+
+
+def registered_inputs(make_input: Callable[[int], Any], num_slots: int, dtype: Any = None) -> Any:
+    """``num_slots`` inputs from the model's input maker (cast to ``dtype`` when floating)."""
+    inputs = make_input(num_slots)
+    if dtype is not None and inputs.is_floating_point():
+        inputs = inputs.to(dtype)
+    return inputs.contiguous()

@@ -1,0 +1,125 @@
+"""Issue 15's models of what torch.compile removes (``diagnose/compiled.py``) and of host
+Python outside any op (``analysis/host_work.untracked_gaps``), each on a trace built here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.support.kineto_synth import TraceBuilder
+
+from aiprof.analysis.kernel_kinds import GEMM_OR_CONV, TENSOR_CORE
+from aiprof.diagnose import diagnose
+from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.rules import unfused_elementwise
+from aiprof.trace import load_trace
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>"
+
+
+def test_cublas_nvjet_kernels_are_tensor_core_gemms() -> None:
+    name = "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT"  # the H200 recordings' bf16 GEMMs
+    assert GEMM_OR_CONV.search(name) and TENSOR_CORE.search(name)
+
+
+def tokenized_steps(path: Path, upload: bool) -> Path:
+    """Each step: 1.5 ms of Python with no op (a tokenizer), then (``upload``) the ids copied
+    to the GPU, then 20 launches 10 µs apart of 100 µs GEMMs (GPU-bound after the Python)."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(3):
+        start = t
+        t += 1500.0  # Python outside any op: nothing recorded
+        if upload:
+            b.memcpy("Memcpy HtoD (Pageable -> Device)", t, 8.0, t + 4.0, 2.0, 32768)
+        t += 10.0
+        gpu = t + 6.0
+        for _ in range(20):
+            b.cpu_op("aten::mm", t, 8.0)
+            b.kernel(GEMM, t + 1, gpu, 100.0, launch_dur=4.0)
+            gpu += 101.0
+            t += 10.0
+        b.runtime("cudaStreamSynchronize", t, gpu - t + 2)
+        b.step(s, start, gpu + 3 - start)
+        t = gpu + 4
+    return b.write(path)
+
+
+def test_python_that_makes_the_uploaded_data_is_host_busy(tmp_path: Path) -> None:
+    """GIVEN 1.5 ms per step of Python outside any op before the batch's upload, WHEN it is
+    diagnosed, THEN host_busy names it and gains about its share of the 3.5 ms step, and
+    cpu_bound does not count it as launch overhead (a CUDA graph would not remove it)."""
+    result = diagnose(tokenized_steps(tmp_path / "t.json.gz", upload=True),
+                      DiagnoseOptions(profiler_overhead_us=0.0))
+    busy = next(f for f in result.findings if f.category == "host_busy")
+    assert busy.evidence["host_ops"][0]["name"] == "(Python outside any op)"
+    assert busy.evidence["host_ops"][0]["ms_per_step"] == pytest.approx(1.5, abs=0.05)
+    assert busy.estimated_gain_pct == pytest.approx(100 * 1.5 / 3.54, abs=4.0)
+    assert result.findings[0].category == "host_busy"
+    assert all(f.estimated_gain_pct < 5.0 for f in result.findings if f.category == "cpu_bound")
+
+
+def test_python_that_uploads_nothing_is_not_host_busy(tmp_path: Path) -> None:
+    """The same Python followed by launches only (an optimizer's or a loop's bookkeeping):
+    launch overhead, not host work."""
+    result = diagnose(tokenized_steps(tmp_path / "t.json.gz", upload=False),
+                      DiagnoseOptions(profiler_overhead_us=0.0))
+    assert "host_busy" not in {f.category for f in result.findings}
+
+
+def eager_block(path: Path, python_us: float, elementwise: int, lone: bool = False) -> Path:
+    """Steps of 10 blocks: a GEMM op, ``python_us`` of module Python, then ``elementwise``
+    elementwise ops in a row (each 30 µs of dispatch, a 20 µs kernel); with ``lone`` a single
+    elementwise op between two GEMMs instead."""
+    b = TraceBuilder()
+    t = 0.0
+    gpu = 10.0
+    for s in range(3):
+        start = t
+        for _ in range(10):
+            kernels = [GEMM] + ([ADD] if lone else [ADD, MUL] * (elementwise // 2))
+            for k, name in enumerate(kernels):
+                if k == 1:
+                    t += python_us
+                b.cpu_op("aten::mm" if name == GEMM else "aten::add", t, 30.0)
+                gpu = max(gpu, t + 12.0)
+                dur = 40.0 if name == GEMM else 20.0
+                b.kernel(name, t + 20.0, gpu, dur, launch_dur=5.0)
+                gpu += dur + 1.0
+                t += 31.0
+        b.step(s, start, max(t, gpu) - start + 2.0)
+        t = max(t, gpu) + 3.0
+    return b.write(path)
+
+
+def compile_gain(path: Path) -> tuple[float, Context]:
+    ctx = Context(load_trace(path), DiagnoseOptions(profiler_overhead_us=0.0))
+    change = unfused_elementwise.change(ctx)
+    return (ctx.gain_pct(change) if change is not None else 0.0), ctx
+
+
+def test_compile_fuses_runs_of_two_and_drops_their_launches_and_the_module_python(
+    tmp_path: Path,
+) -> None:
+    """A host-bound step: each block is 31 µs per op plus 100 µs of module Python. Under
+    compile the four elementwise kernels are one (three ops' 31 µs go) and the Python goes;
+    each kept op keeps its eager cost. The replay's step is then about 2 x 31 µs per block."""
+    gain, ctx = compile_gain(eager_block(tmp_path / "t.json.gz", 100.0, 4))
+    block_eager = 5 * 31.0 + 100.0
+    block_compiled = 2 * 31.0
+    assert gain == pytest.approx(100 * (1 - block_compiled / block_eager), abs=6.0)
+    fused = unfused_elementwise.change(ctx)
+    assert fused is not None and not fused.launch_work_scale < 1.0
+    assert sum(1 for d in fused.gpu_dur_us.values() if d == 0.0) == 3 * 10 * 3
+
+
+def test_a_lone_elementwise_kernel_between_gemms_is_not_fused(tmp_path: Path) -> None:
+    """Default-mode Inductor does not fuse into cuBLAS epilogues: a lone kernel between two
+    GEMMs stays, and with nothing to fuse there is no fusion finding (the module Python alone
+    is cpu_bound's)."""
+    gain, ctx = compile_gain(eager_block(tmp_path / "t.json.gz", 100.0, 0, lone=True))
+    assert unfused_elementwise.change(ctx) is None and gain == 0.0
+    found = {f.category for f in diagnose(ctx.trace, ctx.options).findings}
+    assert "unfused_elementwise" not in found and "cpu_bound" in found

@@ -1,0 +1,51 @@
+"""The H200 serving script in --smoke mode on this machine: tiny models, real processes, the same
+code paths and the same JSON as on the GPU (scripts/h200/serving_bench.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_smoke_run_writes_one_json_with_every_part(tmp_path):
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/h200/serving_bench.py"), "--smoke",
+                           "--device", "cpu"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "serving").iterdir()) == ["log.txt",
+                                                                        "serving_bench.json"]
+    doc = json.loads((tmp_path / "serving" / "serving_bench.json").read_text())
+    assert doc["schema"] == "aiprof.serving_bench/1" and doc["smoke"] is True
+    assert {"torch", "python", "date", "device"} <= set(doc["machine"])
+    assert doc["serving_overhead"]["num_lost"] == 0
+    assert doc["serving_overhead"]["server_cpu_us_per_request"] > 0
+    assert all(s["ok"] for s in doc["status"].values()), doc["status"]
+    assert [(r["model"], r["dtype"]) for r in doc["runs"]] == [("resnet50", "float32"),
+                                                               ("bert-base", "bfloat16")]
+    for run in doc["runs"]:
+        result = run["comparison"]
+        curve = result["curve"]
+        assert result["capacity_rps"] == curve["batch_sizes"][-1] / curve["device_us"][-1] * 1e6
+        assert [p["label"] for p in result["open_loop"]] == ["40% of capacity",
+                                                             "80% of capacity"]
+        assert [p["concurrency"] for p in result["closed_loop"]] == [1, 4]
+        for point in result["open_loop"] + result["closed_loop"]:
+            real = point["real"]
+            assert real["num_ok"] == real["num_requests"] > 0  # unbounded queue: all served
+            assert real["num_lost"] == real["num_duplicated"] == 0
+            assert point["under_load"]["batch_sizes"]  # the engine's costs under this load
+        overload = result["overload"]
+        assert overload["num_lost"] == overload["num_duplicated"] == 0
+        # (whether the bounded queue rejects depends on which is slower here, the socket front
+        # end or the tiny model: tests/inference/test_serving.py checks the rejections)
+        assert (overload["num_ok"] + sum(overload["rejected"].values())
+                + sum(overload["failed"].values()) == overload["num_requests"])
+        assert set(run["acceptance"]) >= {"capacity_rps", "p99_bound_us", "p50_error_pct_40",
+                                          "p99_error_pct_80", "served_share_of_capacity"}
+        assert run["forward_curve"]["batch_sizes"] == curve["batch_sizes"]

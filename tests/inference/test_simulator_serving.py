@@ -1,0 +1,71 @@
+"""The simulator's two-stage server (host work per instance, one shared device queue) against
+closed-form answers.
+
+A batch of B takes H on its instance's host, then D on the one device, then o of overhead. With k
+instances and a saturating closed loop the device is the bottleneck while H + o <= (k - 1) D, so
+the throughput is B / D; otherwise every instance cycles through H + D + o without waiting and the
+throughput is k B / (H + D + o). A lone request takes H(1) + D(1) + o.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aiprof.inference.latency_curve import LatencyCurve
+from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
+
+B = 8
+
+
+def _flat(us: float) -> LatencyCurve:
+    return LatencyCurve(batch_sizes=(1, B), latency_us=(us, us))
+
+
+def _throughput(host_us, device_us, overhead_us, instances):
+    sim = SimulationOptions(num_instances=instances, overhead_us=overhead_us,
+                            host_curve=_flat(host_us), shared_device=True)
+    return simulate_closed_loop(4 * B * instances, 4000, _flat(device_us),
+                                BatchPolicy(max_batch_size=B), sim).throughput_rps
+
+
+@pytest.mark.parametrize(("host_us", "device_us", "overhead_us", "instances", "expected_rps"), [
+    (300.0, 1000.0, 100.0, 2, B / 1000e-6),  # device-bound: the host hides under the device
+    (1500.0, 1000.0, 100.0, 2, 2 * B / 2600e-6),  # host-bound: two instances, each H + D + o
+    (1500.0, 1000.0, 100.0, 3, B / 1000e-6),  # a third instance hides the host again
+    (300.0, 1000.0, 100.0, 1, B / 1400e-6),  # one instance: nothing overlaps
+])
+def test_saturated_throughput_is_the_slower_stage(host_us, device_us, overhead_us, instances,
+                                                  expected_rps):
+    assert _throughput(host_us, device_us, overhead_us, instances) == pytest.approx(
+        expected_rps, rel=0.01)
+
+
+def test_lone_request_takes_host_device_and_overhead():
+    host = LatencyCurve(batch_sizes=(1, B), latency_us=(50.0, 400.0))
+    device = LatencyCurve(batch_sizes=(1, B), latency_us=(900.0, 3000.0))
+    sim = SimulationOptions(num_instances=2, overhead_us=120.0, host_curve=host,
+                            shared_device=True)
+    lone = simulate_closed_loop(1, 50, device, BatchPolicy(max_batch_size=B), sim)
+    assert lone.latency_p50_us == pytest.approx(50 + 900 + 120)
+    assert lone.latency_p99_us == pytest.approx(50 + 900 + 120)
+    assert sim.batch_time_us(device, B) == pytest.approx(400 + 3000 + 120)
+
+
+def test_second_batch_waits_for_the_device_not_for_its_host():
+    # two full batches arrive together: the second is assembled while the first computes and
+    # starts on the device the moment the first leaves it
+    arrivals = [0.0] * (2 * B)
+    sim = SimulationOptions(num_instances=2, host_curve=_flat(200.0), shared_device=True)
+    metrics = simulate(arrivals, _flat(1000.0), BatchPolicy(max_batch_size=B), sim)
+    # first batch H + D = 1,200 us; second H, then waits for the device until 1,200, then D
+    assert metrics.latency_mean_us == pytest.approx((1200.0 + 2200.0) / 2)
+    assert metrics.latency_p99_us == pytest.approx(2200.0)
+    assert metrics.mean_batch_size == B
+
+
+def test_without_a_shared_device_the_instances_compute_in_parallel():
+    arrivals = [0.0] * (2 * B)
+    sim = SimulationOptions(num_instances=2, host_curve=_flat(200.0))
+    metrics = simulate(arrivals, _flat(1000.0), BatchPolicy(max_batch_size=B), sim)
+    assert metrics.latency_p99_us == pytest.approx(1200.0)
