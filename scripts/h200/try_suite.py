@@ -120,6 +120,15 @@ def _gain(row: dict[str, Any] | None) -> dict[str, Any]:
             "compile_s": row["compile_s"], "numerics": row["numerics"]}
 
 
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it is inside it (the documents then
+    name scripts as the repository does, not by one machine's folders)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def run_script(name: str, spec: dict[str, Any], args: argparse.Namespace, records: Path,
                budget_s: float) -> dict[str, Any]:
     twins = twins_of(name, frozenset(args.without))
@@ -132,10 +141,10 @@ def run_script(name: str, spec: dict[str, Any], args: argparse.Namespace, record
                "--timeout", str(args.timeout)]
     command += ["--auto"] if args.mode == "auto" else ["--fix", ",".join(fixes)]
     for fix, twin in twins.items():
-        command += ["--edited", f"{fix}_twin={twin}"]
+        command += ["--edited", f"{fix}_twin={_shown(twin)}"]
     if spec.get("steps_from"):
         command += ["--steps-from", spec["steps_from"]]
-    command += ["--", "python", str(WORKLOADS / f"{name}.py"), *script_args]
+    command += ["--", "python", _shown(WORKLOADS / f"{name}.py"), *script_args]
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False,
                           timeout=budget_s + 2 * args.timeout)
