@@ -69,14 +69,11 @@ PLAIN_MARKS = ("threading.py(",)
 
 def _kinds(trace: Trace, name_id: np.ndarray) -> np.ndarray:
     """Per frame: 0 user code, 1 aiprof, 2 runpy (hands over to the script), 3 threading."""
-    kind_of = {}
+    lookup_kind = np.zeros(int(name_id.max()) + 1, np.int8)
     for i in np.unique(name_id).tolist():
         name = trace.name(int(i))
-        kind_of[i] = (1 if AIPROF_MARK in name else 2 if any(m in name for m in HANDOFF_MARKS)
-                      else 3 if any(m in name for m in PLAIN_MARKS) else 0)
-    lookup_kind = np.zeros(int(name_id.max()) + 1, np.int8)
-    for i, kind in kind_of.items():
-        lookup_kind[i] = kind
+        lookup_kind[i] = (1 if AIPROF_MARK in name else 2 if any(m in name for m in HANDOFF_MARKS)
+                          else 3 if any(m in name for m in PLAIN_MARKS) else 0)
     kinds: np.ndarray = lookup_kind[name_id]
     return kinds
 

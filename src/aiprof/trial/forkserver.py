@@ -24,7 +24,9 @@ from typing import IO, Any
 READY_TIMEOUT_S = 300.0
 """The preload (torch, transformers...) must finish within this; a cold disk can take a
 minute."""
-ALWAYS = ("torch", "torch._dynamo", "aiprof.measure.fixes.variant")
+VARIANT_MODULE = "aiprof.measure.fixes.variant"
+"""The module each variant runs (``python -m`` by exec, imported by the fork server)."""
+ALWAYS = ("torch", "torch._dynamo", VARIANT_MODULE)
 """torch._dynamo too: the first ``optimizer.step()`` of a process imports it (and sympy), 822
 modules and 1.8 s on the 2-core CPU VM (2026-12-01), which each forked child would repeat."""
 KILL_GRACE_S = 5.0

@@ -20,16 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aiprof.trial.forkserver import ForkServer
+from aiprof.trial.forkserver import KILL_GRACE_S, VARIANT_MODULE, ForkServer
 from aiprof.trial.plan import Protocol, VariantSpec
 from aiprof.trial.runs import FAILED, TIMEOUT, VariantRun, from_rank_documents
 
-KILL_GRACE_S = 5.0
-"""Seconds a variant gets to end after SIGINT/SIGTERM before SIGKILL."""
 TAIL_LINES = 15
-
-
-VARIANT_MODULE = "aiprof.measure.fixes.variant"
 
 
 def variant_args(spec: VariantSpec, protocol: Protocol, result_dir: Path) -> list[str]:
