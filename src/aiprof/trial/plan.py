@@ -36,6 +36,8 @@ class Protocol:
     """Steps run before timing starts (compilation, autotuning, first allocations)."""
     warmup_s: float = 0.0
     """On CUDA the warm-up also lasts at least this long (the GPU's clocks rise from idle)."""
+    min_timed_s: float = 0.0
+    """The timed steps last at least this long (more steps than ``steps`` where they are short)."""
     spawn: str = "fork"
     """"fork": variants forked from a server that imported torch once (one rank only);
     "exec": each variant a new interpreter."""
@@ -55,6 +57,8 @@ class Protocol:
                              f"there), got {self.warmup_steps}")
         if not self.warmup_s >= 0:
             raise InputError(f"--warmup-s must be >= 0 seconds, got {self.warmup_s:g}")
+        if not self.min_timed_s >= 0:
+            raise InputError(f"--min-timed-s must be >= 0 seconds, got {self.min_timed_s:g}")
         if self.spawn not in SPAWN_MODES:
             raise InputError(f"--spawn must be one of {', '.join(SPAWN_MODES)}, got "
                              f"{self.spawn!r}")

@@ -170,7 +170,9 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         num_processes=len(trial.runs), spawn=dict(spawn or {"mode": "exec"}),
         runs=tuple({"label": r.label, "round": r.round, "status": r.status,
                     "median_step_us": _round(r.median_step_us), "wall_s": round(r.wall_s, 2),
-                    "warmup_steps": r.warmup_steps, "phases_s": r.phases_s}
+                    "warmup_steps": r.warmup_steps, "phases_s": r.phases_s,
+                    "step_us": [round(t, 1) for t in r.step_us],
+                    "host_probe_us": list(r.host_probe_us)}
                    for r in trial.runs),
         noise=noise_document(aa) if aa is not None else None)
 
