@@ -63,3 +63,33 @@ def test_the_host_probe_times_real_work() -> None:
     first, second = host_probe_us(), host_probe_us()
     assert first > 100.0 and second > 100.0  # 200,000 Python iterations are not free
     assert 0.2 < first / second < 5.0
+
+
+def test_the_floor_is_the_fastest_block_and_keeps_what_recurs_within_a_block() -> None:
+    from aiprof.trial.stats import floor_step_us
+
+    # A 10 ms step slowed to 20 ms for a stretch from outside: the floor is the unslowed one.
+    slowed = [10_000.0] * 10 + [20_000.0] * 10 + [10_000.0] * 10
+    assert floor_step_us(slowed) == 10_000.0
+    # A loader that starves one step in 3 (10, 10, 40 ms): every 50 ms block holds one
+    # starved step, so the floor keeps its share (the fastest single step would not).
+    starving = [10_000.0, 10_000.0, 40_000.0] * 10
+    assert floor_step_us(starving) == pytest.approx(20_000.0)
+    # A window shorter than one block is one block; a trailing part joins the block before.
+    assert floor_step_us([5_000.0, 7_000.0]) == 6_000.0
+    assert floor_step_us([30_000.0, 30_000.0, 10_000.0]) == pytest.approx(70_000.0 / 3)
+    with pytest.raises(ValueError):
+        floor_step_us([])
+
+
+def test_the_statistic_is_checked_and_drives_the_comparison() -> None:
+    from aiprof.errors import InputError
+    from aiprof.trial.plan import Protocol
+    from aiprof.trial.runs import VariantRun
+
+    with pytest.raises(InputError, match="--statistic"):
+        Protocol(statistic="mean")
+    run = VariantRun(label="base", round=0, status="ok",
+                     step_us=(10_000.0,) * 10 + (20_000.0,) * 11)
+    assert run.step_time_us("median") == 20_000.0
+    assert run.step_time_us("floor") == 10_000.0

@@ -79,9 +79,11 @@ def render_try(console: Console, document: dict[str, Any]) -> None:
     then what each fix did or why it was not measured, and the code changes not applied."""
     protocol, base = document["protocol"], document["base"]
     clock = {"cuda_events": "CUDA events", "host": "host clock"}.get(protocol["clock"], "?")
-    step = base["median_step_us"]
+    step = base.get("step_time_us", base["median_step_us"])
+    statistic = protocol.get("statistic", "median")
     console.print(
-        f"base step {step / 1000:.3f} ms ({clock}); " if step is not None else "no base step; ",
+        f"base step {step / 1000:.3f} ms ({statistic}, {clock}); " if step is not None
+        else "no base step; ",
         f"{protocol['rounds']} rounds x {protocol['steps']} steps after "
         f"{protocol['warmup_steps']} warm-up, one fresh process each "
         f"({document['num_processes']} processes, {document['wall_s']:.0f} s)", sep="")

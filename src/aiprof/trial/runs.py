@@ -6,6 +6,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiprof.trial.stats import floor_step_us
+
 OK, NOT_APPLICABLE, FAILED, TIMEOUT, INTERRUPTED = (
     "ok", "not_applicable", "failed", "timeout", "interrupted")
 
@@ -46,6 +48,14 @@ class VariantRun:
     @property
     def median_step_us(self) -> float | None:
         return float(statistics.median(self.step_us)) if self.step_us else None
+
+    def step_time_us(self, statistic: str) -> float | None:
+        """The process's step time by ``statistic`` ("median" or "floor")."""
+        if not self.step_us:
+            return None
+        if statistic == "floor":
+            return floor_step_us(self.step_us)
+        return self.median_step_us
 
 
 def _peak(doc: dict[str, Any]) -> tuple[int | None, str]:
