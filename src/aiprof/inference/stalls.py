@@ -24,7 +24,7 @@ class LatencySeries:
     max_latency_per_bin_us: tuple[float, ...]
     """The worst latency of the requests due in each window (0 for a window with none)."""
     tail_threshold_us: float
-    """The P99 latency: requests above it make the tail."""
+    """The P99 latency: requests at or above it make the tail."""
     num_tail: int
     tail_first_due_ms: float
     tail_last_due_ms: float
@@ -56,7 +56,7 @@ def latency_series(sched_ns: np.ndarray, handoff_ns: np.ndarray, recv_ns: np.nda
     worst = np.zeros(int(bins.max()) + 1)
     np.maximum.at(worst, bins, latency_us)
     threshold = float(np.percentile(latency_us, 99))
-    tail = latency_us > threshold
+    tail = latency_us >= threshold
     top = int(np.argmax(latency_us))
     first = bins == 0
     return LatencySeries(
