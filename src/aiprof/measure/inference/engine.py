@@ -55,8 +55,9 @@ class BatchCosts:
     sync_wait_us: tuple[float, ...] = ()
     """Waiting (asleep, the GIL free) for the batch's CUDA event; the locked forward on the CPU."""
     mean_wall_us: float = float("nan")
-    """The mean of the whole call over every batch (the batcher's compute time minus it is the
-    hand-off to and from the model thread)."""
+    """The whole call's mean over the requests (each request counts its batch's call, as the
+    batcher's ``compute_mean_us`` does): the batcher's compute time minus it is the hand-off to
+    and from the model thread."""
 
 
 @dataclass
@@ -230,7 +231,8 @@ class ServingEngine:
             batch_sizes=tuple(sizes), num_batches=tuple(len(p) for p in picked),
             host_us=medians(1), device_us=medians(2), wall_us=medians(3),
             lock_wait_us=medians(4), sync_wait_us=medians(5),
-            mean_wall_us=float(rows[:, 3].mean()) if rows.size else float("nan"))
+            mean_wall_us=(float(np.average(rows[:, 3], weights=rows[:, 0])) if rows.size
+                          else float("nan")))
 
 
 def registered_inputs(make_input: Callable[[int], Any], num_slots: int, dtype: Any = None) -> Any:
