@@ -149,3 +149,40 @@ def test_a_longer_window_helps_and_pinning_four_cores_does_not(noise: dict[str, 
     long = statistics.pstdev(_aa_round_gains(docs["mlp_2s"], "median"))
     pinned = statistics.pstdev(_aa_round_gains(docs["mlp_fast4"], "median"))
     assert long < short and pinned > long
+
+
+# The whole suite with the floor statistic (tests/data/trial/h200_try_suite_floor_{a,b}.json:
+# 8 scripts, 20 fixes with hand-edited twins, 3 rounds, timed >= 1 s per process).
+
+
+def _floor_pairs() -> list[tuple[str, dict[str, Any]]]:
+    pairs = []
+    for part in ("a", "b"):
+        doc = _load(f"h200_try_suite_floor_{part}.json")
+        assert doc["protocol"]["statistic"] == "floor"
+        pairs += [(s["script"], p) for s in doc["scripts"] for p in s["comparison"]]
+    return pairs
+
+
+def _spread(side: dict[str, Any]) -> float:
+    gains = side["round_gains_pct"]
+    return float(max(gains) - min(gains))
+
+
+def test_where_both_measurements_are_tight_the_fix_agrees_with_the_edited_script() -> None:
+    pairs = _floor_pairs()
+    assert len({script for script, _ in pairs}) == 8 and len(pairs) == 20
+    tight = [(s, p) for s, p in pairs
+             if max(_spread(p["aiprof"]), _spread(p["twin"])) <= p["bound_points"]]
+    assert len(tight) >= 5
+    assert all(p["agree"] for _, p in tight), [(s, p["fix"]) for s, p in tight]
+
+
+def test_every_disagreement_is_inside_the_rounds_own_spread() -> None:
+    # Not met: 7 of 20 agree. Each miss has a side whose rounds spread wider than the band
+    # it was judged by, so three rounds on this host cannot tell the two apart.
+    pairs = _floor_pairs()
+    misses = [p for _, p in pairs if not p["agree"]]
+    assert sum(1 for _, p in pairs if p["agree"]) == 7 and len(misses) == 13
+    for p in misses:
+        assert max(_spread(p["aiprof"]), _spread(p["twin"])) > p["bound_points"], p["fix"]
