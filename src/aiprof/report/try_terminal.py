@@ -108,6 +108,16 @@ def render_try(console: Console, document: dict[str, Any]) -> None:
             f"{min(gains):+.1f} .. {max(gains):+.1f}%, {noise['verdict']}; a fix whose gain "
             f"is within ±{noise['half_width_pct']:.1f}% cannot be told from the noise between "
             "fresh processes here")
+    probe = document.get("host_probe")
+    if probe and probe.get("varies"):
+        advice = ("the floor statistic drops the slowed stretches"
+                  if protocol.get("statistic") == "floor"
+                  else "--statistic floor and --min-timed-s 1 narrow the noise it adds")
+        console.print(
+            f"[yellow]the host changed speed during the trial:[/] the same pure-Python probe "
+            f"took {probe['fastest_us'] / 1000:.1f}-{probe['slowest_us'] / 1000:.1f} ms "
+            f"({probe['ratio']:.1f}x) across processes; host-bound steps carry that noise "
+            f"({advice}; docs/try.md)")
     if document.get("stopped"):
         console.print(f"[bold]stopped early:[/] {text(document['stopped'])}; the table has "
                       "what was measured")

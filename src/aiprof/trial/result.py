@@ -66,6 +66,8 @@ class TrialResult:
     """Every process in run order: label, round, status, median step, wall time."""
     noise: dict[str, Any] | None = None
     """With ``--aa``: the unfixed script against itself, the noise a fix must exceed."""
+    host_probe: dict[str, Any] | None = None
+    """The host-speed probe over every process (``host_probe_document``)."""
 
     def document(self) -> dict[str, Any]:
         """The ``aiprof.try/1`` JSON document."""
@@ -90,6 +92,7 @@ class TrialResult:
             "spawn": self.spawn,
             "runs": list(self.runs),
             "noise": self.noise,
+            "host_probe": self.host_probe,
         }
 
 
@@ -185,7 +188,26 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
                     "step_us": [round(t, 1) for t in r.step_us],
                     "host_probe_us": list(r.host_probe_us)}
                    for r in trial.runs),
-        noise=noise_document(aa) if aa is not None else None)
+        noise=noise_document(aa) if aa is not None else None,
+        host_probe=host_probe_document([t for r in trial.runs for t in r.host_probe_us]))
+
+
+HOST_SPEED_VARIES = 1.3
+"""The slowest probe over the fastest beyond which the host is said to have changed speed.
+A judgement between two measurements of 2026-12-01: 1.17 over 6 probes of a 3-process trial on
+the 2-core CPU VM (shared with other jobs), 2.2 over the H200 host's 96 (its cores run the same
+Python at two speeds: tests/data/trial/h200_try_noise.json)."""
+
+
+def host_probe_document(probes_us: list[float]) -> dict[str, Any] | None:
+    """The fixed pure-Python probe over every process: fastest, slowest, their ratio, and
+    whether the host changed speed during the trial (ratio > ``HOST_SPEED_VARIES``)."""
+    if not probes_us:
+        return None
+    fastest, slowest = min(probes_us), max(probes_us)
+    ratio = slowest / fastest if fastest > 0 else 1.0
+    return {"fastest_us": round(fastest, 1), "slowest_us": round(slowest, 1),
+            "ratio": round(ratio, 2), "varies": ratio > HOST_SPEED_VARIES}
 
 
 def noise_document(aa: FixResult) -> dict[str, Any]:
