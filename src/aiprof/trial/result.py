@@ -51,6 +51,8 @@ class TrialResult:
     base_round_us: tuple[float, ...]
     """Each round's base step time by the protocol's statistic."""
     base_step_time_us: float | None
+    base_round_median_us: tuple[float, ...] = ()
+    """Each round's base median step (the same as ``base_round_us`` for "median")."""
     base_peak_memory_bytes: int | None
     memory_kind: str
     fixes: tuple[FixResult, ...]
@@ -80,6 +82,7 @@ class TrialResult:
                          "confidence": stats.CONFIDENCE, "min_rounds": stats.MIN_ROUNDS},
             "base": {"median_step_us": _round(self.base_median_step_us),
                      "step_time_us": _round(self.base_step_time_us),
+                     "round_median_step_us": [_round(t) for t in self.base_round_median_us],
                      "round_step_time_us": [_round(t) for t in self.base_round_us],
                      "peak_memory_bytes": self.base_peak_memory_bytes,
                      "memory_kind": self.memory_kind},
@@ -171,6 +174,7 @@ def summarize(command: tuple[str, ...], variants: list[VariantSpec], trial: Tria
         base_median_step_us=(float(statistics.median([r.median_step_us or 0.0 for r in base]))
                              if base else None),
         base_round_us=tuple(r.step_time_us(protocol.statistic) or 0.0 for r in base),
+        base_round_median_us=tuple(r.median_step_us or 0.0 for r in base),
         base_step_time_us=(float(statistics.median(
             [r.step_time_us(protocol.statistic) or 0.0 for r in base])) if base else None),
         base_peak_memory_bytes=max(base_peaks) if base_peaks else None,
