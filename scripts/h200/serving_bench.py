@@ -154,8 +154,12 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
                                        "lock_wait_us": costs.lock_wait_us,
                                        "sync_wait_us": costs.sync_wait_us,
                                        "mean_wall_us": costs.mean_wall_us,
+                                       "median_wall_us": costs.median_wall_us,
+                                       "outside_device_us": costs.outside_device_us,
                                        "batcher_compute_mean_us":
-                                           point.real.server.compute_mean_us}}
+                                           point.real.server.compute_mean_us,
+                                       "batcher_compute_p50_us":
+                                           point.real.server.compute_p50_us}}
     return out
 
 

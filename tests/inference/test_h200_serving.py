@@ -50,9 +50,10 @@ def test_recorded_on_an_h200_with_every_run(doc, runs):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "H200 2026-12-01 14:40 UTC: 80%, 80%, 77% and 80% of capacity served, but the real P99 at "
-    "80% load is 45.2, 70.2, 62.2 and 45.9 ms against bounds of 15.8, 11.6, 43.5 and 12.5 ms "
-    "(ResNet-50 FP32/BF16, BERT-base FP32/BF16): a tail of tens of ms even at 40% load"))
+    "H200 2026-12-01 17:09 UTC (serving path at a19999e): 80%, 80%, 78% and 79% of capacity "
+    "served with no stall left, but the real P99 at 80% load is 17.6, 13.1, 46.1 and 56.2 ms "
+    "against bounds of 16.4, 12.2, 44.3 and 12.9 ms (ResNet-50 FP32/BF16, BERT-base FP32/BF16): "
+    "4-7% over in three, and BERT BF16 on one instance at 92% of what it really serves"))
 @pytest.mark.parametrize("key", RUNS, ids=lambda k: " ".join(k))
 def test_serves_80_pct_of_capacity_within_the_p99_bound(runs, key):
     result = runs[key]
@@ -67,17 +68,103 @@ def test_serves_80_pct_of_capacity_within_the_p99_bound(runs, key):
     assert high["latency_p99_us"] <= bound_us
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "H200 2026-12-01: the simulator's P50 is within 2-22% but its P99 misses the real tail "
-    "(real 34.5-70.2 ms against simulated 5.8-61.2 ms): the stalls behind the tail are not in "
-    "what the simulator is given"))
-@pytest.mark.parametrize("key", RUNS, ids=lambda k: " ".join(k))
-@pytest.mark.parametrize("label", ["40% of capacity", "80% of capacity"])
+_HOST_UNDER_LOAD = pytest.mark.xfail(strict=True, reason=(
+    "H200 2026-12-01 17:09 UTC: simulated P50/P99 -17.4/-14.9% (FP32) and -14.9/-16.2% (BF16): "
+    "the batch's assembly in the serving threads took 2.1-3.8x what it took alone, which that "
+    "run's simulator did not know (test_the_host_stage_under_load_explains_resnets_miss)"))
+_SATURATED = pytest.mark.xfail(strict=True, reason=(
+    "H200 2026-12-01 17:09 UTC: real P50 44.7 ms against simulated 9.4: one instance at 92% "
+    "of what it really served (5.92 ms per batch of 31, simulated 5.65): the queue grew from "
+    "1.1 s on"))
+_SIMULATOR_CASES = [
+    pytest.param(key, label, id=f"{label}-{' '.join(key)}", marks=mark)
+    for label in ("40% of capacity", "80% of capacity") for key in RUNS
+    for mark in [_HOST_UNDER_LOAD if key[0] == "resnet50" and label.startswith("40")
+                 else _SATURATED if key == ("bert-base", "bfloat16") and label.startswith("80")
+                 else ()]]
+
+
+@pytest.mark.parametrize(("key", "label"), _SIMULATOR_CASES)
 def test_simulator_within_10_pct_of_the_real_batcher(runs, key, label):
     point = _point(runs[key], label)
     real, simulated = point["real"], point["simulated"]
     assert abs(_error_pct(simulated["latency_p50_us"], real["latency_p50_us"])) <= 10
     assert abs(_error_pct(simulated["latency_p99_us"], real["latency_p99_us"])) <= 10
+
+
+def _replay(result, point, host_curve):
+    """The simulator run again on a recorded point's arrivals with another host stage."""
+    from aiprof.inference.arrivals import poisson_arrivals
+    from aiprof.inference.latency_curve import LatencyCurve
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions, simulate
+    from aiprof.measure.inference.engine import buckets
+
+    curve, stack, top = result["curve"], result["stack"], result["policy"]["max_batch_size"]
+    measured = LatencyCurve(batch_sizes=tuple(curve["batch_sizes"]),
+                            latency_us=tuple(curve["device_us"]))
+    steps = buckets(top)
+    device = LatencyCurve(batch_sizes=tuple(range(1, top + 1)), latency_us=tuple(
+        measured(min(b for b in steps if b >= size)) for size in range(1, top + 1)))
+    options = SimulationOptions(num_instances=result["num_instances"], shared_device=True,
+                                overhead_us=stack["handoff_under_load_us"],
+                                transport_us=stack["transport_under_load_us"],
+                                host_curve=host_curve)
+    policy = BatchPolicy(max_batch_size=top,
+                         max_queue_delay_us=result["policy"]["max_queue_delay_us"])
+    arrivals = poisson_arrivals(point["offered_rps"], point["real"]["num_requests"], seed=0)
+    return simulate(arrivals, device, policy, options)
+
+
+@pytest.mark.parametrize("key", [("resnet50", "float32"), ("resnet50", "bfloat16")],
+                         ids=lambda k: " ".join(k))
+def test_the_host_stage_under_load_explains_resnets_miss(runs, key):
+    """Replayed with the host stage those batches really cost the serving threads, taken from
+    the other loads of the same run (80% and the closed loops, never the load predicted), the
+    simulator meets the real 40% point within 10%; with the costs alone it does not, as
+    recorded (the replay reproduces the recorded simulation first)."""
+    import numpy as np
+
+    from aiprof.inference.latency_curve import LatencyCurve
+
+    result = runs[key]
+    target = _point(result, "40% of capacity")
+    curve = result["curve"]
+    alone = LatencyCurve(batch_sizes=tuple(curve["batch_sizes"]), latency_us=tuple(
+        max(h, w - d) for h, w, d in zip(curve["host_us"], curve["wall_us"], curve["device_us"],
+                                         strict=True)))
+    assert _replay(result, target, alone).latency_p50_us == pytest.approx(
+        target["simulated"]["latency_p50_us"])
+    seen: dict[int, list[float]] = {}
+    for point in [*result["open_loop"], *result["closed_loop"]]:
+        if point is target:
+            continue
+        costs = point["under_load"]
+        for size, count, wall, sync in zip(costs["batch_sizes"], costs["num_batches"],
+                                           costs["wall_us"], costs["sync_wait_us"], strict=True):
+            if count >= 3:
+                seen.setdefault(size, []).append(wall - sync)
+    sizes = sorted(seen)
+    loaded = LatencyCurve(batch_sizes=tuple(sizes),
+                          latency_us=tuple(float(np.median(seen[b])) for b in sizes))
+    assert loaded(8) > 2 * alone(8)  # the assembly cost more in the serving threads
+    replayed, real = _replay(result, target, loaded), target["real"]
+    assert abs(_error_pct(replayed.latency_p50_us, real["latency_p50_us"])) <= 10
+    assert abs(_error_pct(replayed.latency_p99_us, real["latency_p99_us"])) <= 10
+
+
+def test_no_stall_left_in_the_tail(runs):
+    """The tail of the run before (P99 35-70 ms at 5 ms P50) was the load generator stopping
+    after its first answer; now no client is late by over 2 ms, and the requests above the P99
+    at 40% load spread over many 100 ms windows instead of one stall."""
+    for key in RUNS:
+        for point in runs[key]["open_loop"]:
+            real = point["real"]
+            assert real["max_send_lag_us"] < 2000, (key, point["label"])
+            assert real["probes"]["series"]["tail_client_late_share"] == 0
+            assert real["probes"]["gc"]["max_pause_us"] < 2000  # frozen heap: no long collection
+        low = _point(runs[key], "40% of capacity")["real"]["probes"]["series"]
+        assert low["tail_bins"] >= 4, key
 
 
 @pytest.mark.parametrize("key", RUNS, ids=lambda k: " ".join(k))

@@ -85,3 +85,22 @@ def test_transport_time_adds_to_every_latency_and_occupies_no_instance():
         assert getattr(moved, name) == pytest.approx(getattr(plain, name) + 700.0)
     assert moved.batch_size_histogram == plain.batch_size_histogram  # the same batches
     assert moved.throughput_rps == pytest.approx(plain.throughput_rps)
+
+
+def test_the_host_stage_under_load_keeps_the_sizes_run_often_and_scales_the_others():
+    from aiprof.measure.inference.comparison import ServingCurve, loaded_host_curve
+    from aiprof.measure.inference.engine import BatchCosts
+
+    alone = ServingCurve(batch_sizes=(1, 2, 4, 8, 16, 32), host_us=(10.0,) * 6,
+                         device_us=(1000.0, 1100, 1300, 1800, 3000, 5400),
+                         wall_us=(1100.0, 1200, 1400, 1900, 3200, 5800))
+    loaded = BatchCosts(batch_sizes=(3, 4, 5, 9), num_batches=(10, 30, 2, 20),
+                        host_us=(0.0,) * 4, device_us=(0.0,) * 4, wall_us=(0.0,) * 4,
+                        outside_device_us=(330.0, 350.0, 9999.0, 600.0))
+    curve = loaded_host_curve(alone, loaded)
+    assert curve(3) == 330 and curve(4) == 350 and curve(9) == 600  # measured under load
+    assert curve(5) == pytest.approx(350 + (600 - 350) / 5)  # seen twice only: interpolated
+    assert curve(1) == pytest.approx(100 * 330 / 100)  # alone 100 us, scaled as size 3 was
+    assert curve(32) == pytest.approx(400 * 600 / alone.host_curve()(9))  # scaled as size 9
+    assert loaded_host_curve(alone, replace(loaded, num_batches=(1, 1, 1, 1))) == (
+        alone.host_curve())  # nothing run often enough: the costs alone

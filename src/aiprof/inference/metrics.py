@@ -44,6 +44,8 @@ class BatchingMetrics:
     """``num_failed`` by reason: model_error, interrupted, compute_timeout, bad_output, shutdown."""
     num_replaced_instances: int = 0
     """Model instances replaced after a compute timeout or a ``BaseException`` from the model."""
+    compute_p50_us: float = float("nan")
+    """Median over the completed requests of their batch's compute time (robust to one stall)."""
 
 
 class MetricsRecorder:
@@ -117,6 +119,8 @@ class MetricsRecorder:
             busy_pct=100.0 * self.busy_us / (duration_us * num_instances) if seconds > 0 else 0.0,
             failed=dict(sorted(self.failed.items())),
             num_replaced_instances=self.num_replaced,
+            compute_p50_us=(float(np.median(np.asarray(self._compute))) if self._compute
+                            else float("nan")),
         )
 
 

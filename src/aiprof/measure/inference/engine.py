@@ -54,10 +54,15 @@ class BatchCosts:
     """Waiting for the other instance to finish queueing its batch on the device."""
     sync_wait_us: tuple[float, ...] = ()
     """Waiting (asleep, the GIL free) for the batch's CUDA event; the locked forward on the CPU."""
+    outside_device_us: tuple[float, ...] = ()
+    """The call minus its wait for the device: assembling the batch and queueing its work, as
+    the serving threads pay them (the simulator's host stage)."""
     mean_wall_us: float = float("nan")
     """The whole call's mean over the requests (each request counts its batch's call, as the
-    batcher's ``compute_mean_us`` does): the batcher's compute time minus it is the hand-off to
-    and from the model thread."""
+    batcher's ``compute_mean_us`` does)."""
+    median_wall_us: float = float("nan")
+    """The whole call's median over the requests, as the batcher's ``compute_p50_us``: the
+    batcher's minus it is the hand-off to and from the model thread."""
 
 
 @dataclass
@@ -231,8 +236,11 @@ class ServingEngine:
             batch_sizes=tuple(sizes), num_batches=tuple(len(p) for p in picked),
             host_us=medians(1), device_us=medians(2), wall_us=medians(3),
             lock_wait_us=medians(4), sync_wait_us=medians(5),
+            outside_device_us=tuple(float(np.median(p[:, 3] - p[:, 5])) for p in picked),
             mean_wall_us=(float(np.average(rows[:, 3], weights=rows[:, 0])) if rows.size
-                          else float("nan")))
+                          else float("nan")),
+            median_wall_us=(float(np.median(np.repeat(rows[:, 3], rows[:, 0].astype(np.int64))))
+                            if rows.size else float("nan")))
 
 
 def registered_inputs(make_input: Callable[[int], Any], num_slots: int, dtype: Any = None) -> Any:
