@@ -165,3 +165,38 @@ def test_the_lm_head_padded_runs_at_the_aligned_gemms_rate_of_its_trace() -> Non
     lm_head = [o for o in ctx.shapes.ops if 50257 in o.dims.values()]
     assert len(lm_head) >= 3
     assert all(o.padded_flops / (o.kernel_us * 1e-6) < rate / 3 for o in lm_head)
+
+
+def _sync_then_host_work(path: Path, host_us: float) -> Path:
+    """Per step: five 100 µs kernels launched back to back, a ``cudaStreamSynchronize`` that
+    waits for them to drain, then ``host_us`` of Python before the next step's launches."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(4):
+        start, gpu = t, t + 7.0
+        for _ in range(5):
+            b.kernel(GEMM_BF16, t, gpu, 100.0, launch_dur=5.0)
+            gpu += 100.0 + 1.0
+            t += 5.0
+        b.runtime("cudaStreamSynchronize", t, gpu - t + 2.0)
+        t = gpu + 2.0 + host_us
+        b.step(s, start, t - start)
+    return b.write(path)
+
+
+GEMM_BF16 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+
+
+@pytest.mark.parametrize("host_us", [200.0, 600.0])
+def test_a_sync_costs_the_overlap_it_loses_not_the_whole_wait(tmp_path: Path,
+                                                              host_us: float) -> None:
+    """The host waits ~480 µs a step for the queue to drain, then the GPU idles while it works
+    (``host_us``): what the sync costs is that idle, as far as the host's own work (launches
+    and Python, ``25 + host_us``) does not take longer than the GPU's 505 µs."""
+    path = _sync_then_host_work(tmp_path / "t.json.gz", host_us)
+    result = diagnose(path, DiagnoseOptions(profiler_overhead_us=0.0))
+    sync = {f.category: f for f in result.findings}["host_sync"]
+    step = 5 * 101.0 + 2.0 + 2.0 + host_us + 2.0  # kernels, turnaround, sync, host, latency
+    fixed = max(5 * 101.0, 25.0 + host_us)
+    assert sync.estimated_gain_pct == pytest.approx(100.0 * (1.0 - fixed / step), abs=3.0)
+    assert sync.evidence["replayed_drain_wait_ms_per_step"] == pytest.approx(0.48, abs=0.03)
