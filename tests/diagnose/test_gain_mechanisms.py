@@ -113,3 +113,90 @@ def test_padding_copies_of_misaligned_convolutions_go_with_the_padding() -> None
     # an aligned GEMM net (RoBERTa's misaligned vocabulary has no cuDNN padding copy)
     roberta = _context(SUITE / "roberta_eager_bf16_infer.aiprof")
     assert misaligned_shapes.padding_rows(roberta, [o.op_row for o in roberta.shapes.ops]).size == 0
+
+
+def _misaligned_and_aligned_gemm(path: Path) -> Path:
+    """Each step: a bf16 ``aten::mm`` 8192 x 4095 x 4095 (274.7 GFLOP, 2000 µs: 137 TFLOP/s),
+    then an aligned one 8192 x 4096 x 4096 (274.9 GFLOP, 500 µs: 550 TFLOP/s)."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(3):
+        start, gpu = t, t + 9.0
+        for n, dur in ((4095, 2000.0), (4096, 500.0)):
+            ext = b.cpu_op("aten::mm", t, 6.0, **{
+                "Input Dims": [[8192, n], [n, n]], "Input type": ["c10::BFloat16"] * 2})
+            b.kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", t + 1.0,
+                     gpu + 1.0, dur, external=ext)
+            gpu += 1.0 + dur
+            t += 8.0
+        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
+        b.step(s, start, gpu - start + 5.0)
+        t = gpu + 6.0
+    return b.write(path)
+
+
+def test_a_padded_gemm_runs_at_the_rate_the_aligned_gemms_of_the_trace_reach(
+        tmp_path: Path) -> None:
+    """Padding moves the misaligned GEMM to the kernels its aligned twin ran (550 TFLOP/s in
+    this trace), not to the datasheet's 989 TFLOP/s: 2000 µs -> 500 µs, not -> 278 µs."""
+    ctx = _context(_misaligned_and_aligned_gemm(tmp_path / "t.json.gz"), profiler_overhead_us=0.0)
+    rate = ctx.shapes.aligned_flops_per_s["bf16"]
+    assert rate == pytest.approx(2 * 8192 * 4096 * 4096 / 500e-6)
+    assert misaligned_shapes.padded_rate(ctx, "bf16") == pytest.approx(rate)
+    fix = misaligned_shapes.change(ctx)
+    assert fix is not None
+    new = sorted(set(round(v, 1) for v in fix.gpu_dur_us.values()))
+    assert new == [pytest.approx(500.0, abs=0.5)]
+    step = 9.0 + 2 * 1.0 + 2500.0 + 2.0
+    finding = next(f for f in diagnose(ctx.trace, DiagnoseOptions(profiler_overhead_us=0.0))
+                   .findings if f.category == "misaligned_shapes")
+    assert finding.estimated_gain_pct == pytest.approx(100.0 * 1500.0 / step, abs=2.0)
+
+
+@needs_suite
+def test_the_lm_head_padded_runs_at_the_aligned_gemms_rate_of_its_trace() -> None:
+    """GPT-2's 50257-wide LM head runs cuBLAS's ``align1`` fallback kernels at 92-144 TFLOP/s;
+    the trace's aligned bf16 GEMMs reach about 610 TFLOP/s, and that is the padded rate."""
+    ctx = _context(SUITE / "gpt2_vocab_bf16_train.aiprof")
+    rate = ctx.shapes.aligned_flops_per_s["bf16"]
+    assert 4e14 < rate < 8e14
+    peak = ctx.peak_flops("bf16")
+    assert peak and rate < peak
+    lm_head = [o for o in ctx.shapes.ops if 50257 in o.dims.values()]
+    assert len(lm_head) >= 3
+    assert all(o.padded_flops / (o.kernel_us * 1e-6) < rate / 3 for o in lm_head)
+
+
+def _sync_then_host_work(path: Path, host_us: float) -> Path:
+    """Per step: five 100 µs kernels launched back to back, a ``cudaStreamSynchronize`` that
+    waits for them to drain, then ``host_us`` of Python before the next step's launches."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(4):
+        start, gpu = t, t + 7.0
+        for _ in range(5):
+            b.kernel(GEMM_BF16, t, gpu, 100.0, launch_dur=5.0)
+            gpu += 100.0 + 1.0
+            t += 5.0
+        b.runtime("cudaStreamSynchronize", t, gpu - t + 2.0)
+        t = gpu + 2.0 + host_us
+        b.step(s, start, t - start)
+    return b.write(path)
+
+
+GEMM_BF16 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+
+
+@pytest.mark.parametrize("host_us", [200.0, 600.0])
+def test_a_sync_costs_the_overlap_it_loses_not_the_whole_wait(tmp_path: Path,
+                                                              host_us: float) -> None:
+    """The host waits ~480 µs a step for the queue to drain, then the GPU idles while it works
+    (``host_us``): what the sync costs is that idle, as far as the host's own work (launches
+    and Python, ``25 + host_us``) does not take longer than the GPU's 505 µs."""
+    path = _sync_then_host_work(tmp_path / "t.json.gz", host_us)
+    result = diagnose(path, DiagnoseOptions(profiler_overhead_us=0.0))
+    sync = {f.category: f for f in result.findings}["host_sync"]
+    step = 5 * 101.0 + 2.0 + 2.0 + host_us + 2.0  # kernels, turnaround, sync, host, latency
+    fixed = max(5 * 101.0, 25.0 + host_us)
+    assert sync.estimated_gain_pct == pytest.approx(100.0 * (1.0 - fixed / step), abs=3.0)
+    assert sync.evidence["replayed_drain_wait_ms_per_step"] == pytest.approx(0.48, abs=0.03)

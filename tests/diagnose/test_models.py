@@ -302,24 +302,25 @@ def test_fused_attention_replaces_the_scores_round_trip(tmp_path: Path) -> None:
     assert unfused.estimated_gain_pct == pytest.approx(expected, abs=3.0)
 
 
-def test_channels_last_also_gives_batch_norm_its_single_pass(tmp_path: Path) -> None:
-    """Class 3: a bf16 NCHW BatchNorm (64 x 128 x 56 x 56, 500 µs) next to a layout
-    conversion (50 µs): channels_last removes the conversion and the BatchNorm takes its
-    roofline, input read and output written once (2 x 51.4 MB at 4.8 TB/s: 21.4 µs)."""
-    from aiprof.diagnose.context import Context as Ctx
+BN_NCHW = "void cudnn::bn_fw_tr_1C11_kernel_NCHW<__nv_bfloat16, float>"
+DEPTHWISE = ("void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<3, "
+             "c10::BFloat16, int>")
 
+
+def _conversion_bn_depthwise(path: Path, depthwise_us: float) -> Path:
+    """Three steps of a layout conversion (50 µs), a bf16 NCHW training BatchNorm
+    (64 x 128 x 56 x 56, 500 µs) and an ATen depthwise convolution (``depthwise_us``)."""
     b = TraceBuilder()
     dims = [[64, 128, 56, 56], [128], [128]]
     nchw = {"Input Dims": dims, "Input type": ["c10::BFloat16", "float", "float"],
             "Input Strides": [[401408, 3136, 56, 1], [1], [1]]}
+    kernels = [("void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>", "aten::conv2d", {}, 50.0),
+               (BN_NCHW, "aten::cudnn_batch_norm", nchw, 500.0),
+               (DEPTHWISE, "aten::_conv_depthwise2d", {}, depthwise_us)]
     t = 0.0
     for s in range(3):
         start, gpu = t, t + 9.0
-        for name, op, args, dur in (
-            ("void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>", "aten::conv2d", {}, 50.0),
-            ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<__nv_bfloat16, float>",
-             "aten::cudnn_batch_norm", nchw, 500.0),
-        ):
+        for name, op, args, dur in kernels:
             ext = b.cpu_op(op, t, 6.0, **args)
             b.kernel(name, t + 1.0, gpu + 1.0, dur, external=ext)
             gpu += 1.0 + dur
@@ -327,15 +328,38 @@ def test_channels_last_also_gives_batch_norm_its_single_pass(tmp_path: Path) -> 
         b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
         b.step(s, start, gpu - start + 5.0)
         t = gpu + 6.0
-    path = b.write(tmp_path / "t.json.gz")
+    return b.write(path)
+
+
+def test_channels_last_also_gives_batch_norm_its_nhwc_passes(tmp_path: Path) -> None:
+    """Class 3: a bf16 NCHW BatchNorm (500 µs) next to a layout conversion (50 µs) and a short
+    depthwise convolution (20 µs): channels_last removes the conversion and the BatchNorm takes
+    the roofline of PyTorch's NHWC kernels, the statistics reading the input and the transform
+    reading it again and writing the output (3 x 51.4 MB at 4.8 TB/s: 32.1 µs)."""
+    from aiprof.diagnose.context import Context as Ctx
+
+    path = _conversion_bn_depthwise(tmp_path / "t.json.gz", depthwise_us=20.0)
     ctx = Ctx(load_trace(path), DiagnoseOptions(profiler_overhead_us=0.0))
     bandwidth = ctx.memory_bytes_per_s()
     assert bandwidth
-    roof = 2 * 64 * 128 * 56 * 56 * 2 / bandwidth * 1e6
+    roof = 3 * 64 * 128 * 56 * 56 * 2 / bandwidth * 1e6
     result = diagnose(path, DiagnoseOptions(profiler_overhead_us=0.0))
     layout = {f.category: f for f in result.findings}["layout_conversion"]
     assert layout.evidence["nhwc_batch_norm_roofline_ms_per_step"] == pytest.approx(
         roof / 1000.0, abs=0.002)
-    step = 9.0 + 2 * 1.0 + 550.0 + 2.0
+    assert layout.evidence["aten_depthwise_conv_ms_per_step"] == pytest.approx(0.02)
+    step = 9.0 + 3 * 1.0 + 570.0 + 2.0
     expected = 100.0 * (1.0 - (step - 550.0 + roof) / step)
     assert layout.estimated_gain_pct == pytest.approx(expected, abs=3.0)
+    assert not any("layout_conversion" in n for n in result.notes)
+
+
+def test_channels_last_not_estimated_where_depthwise_convs_outweigh_it(tmp_path: Path) -> None:
+    """The same step with 900 µs of ATen depthwise convolution: channels_last would send it to
+    cuDNN, whose time the NCHW trace does not show, and it outweighs the ~0.52 ms the fix would
+    save; no layout_conversion finding, a note that says why instead."""
+    path = _conversion_bn_depthwise(tmp_path / "t.json.gz", depthwise_us=900.0)
+    result = diagnose(path, DiagnoseOptions(profiler_overhead_us=0.0))
+    assert "layout_conversion" not in {f.category for f in result.findings}
+    note = next(n for n in result.notes if n.startswith("layout_conversion not estimated"))
+    assert "0.90 ms per step of depthwise convolutions" in note

@@ -9,7 +9,7 @@ multiplication: tensor core requirements"); the table and the GEMM view of an op
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,6 +45,9 @@ class ShapesResult:
     ops: list[MisalignedOp]
     num_checked_ops: int
     """GEMM/conv ops whose shapes were recorded (0: no record_shapes)."""
+    aligned_flops_per_s: dict[str, float] = field(default_factory=dict)
+    """Per precision, the highest rate (FLOPs over kernel time) an aligned GEMM/conv op of the
+    trace reached: what tensor-core kernels of that precision deliver in this run."""
 
     @property
     def kernel_us(self) -> float:
@@ -57,6 +60,7 @@ def misaligned_shapes(trace: Trace) -> ShapesResult:
     rows = gemm_kernel_rows(trace)
     rows = rows[gpu.op_row[rows] >= 0]
     found, checked = [], 0
+    aligned: dict[str, float] = {}
     for op_row in np.unique(gpu.op_row[rows]):
         call = call_from_row(trace, int(op_row))
         dims = gemm_dims(call)
@@ -66,9 +70,13 @@ def misaligned_shapes(trace: Trace) -> ShapesResult:
             continue
         checked += 1
         bad = tuple(name for name, size in dims.items() if size % multiple)
-        if not bad:
-            continue
         kernels = rows[gpu.op_row[rows] == op_row]
+        if not bad:
+            kernel_us = float(gpu.dur_us[kernels].sum())
+            if kernel_us > 0 and cost.flops > 0:
+                rate = cost.flops / (kernel_us * 1e-6)
+                aligned[cost.precision] = max(aligned.get(cost.precision, 0.0), rate)
+            continue
         padded = {k: (-(-v // multiple) * multiple if k in bad else v) for k, v in dims.items()}
         scale = math.prod(padded.values()) / max(math.prod(dims.values()), 1)
         found.append(
@@ -87,4 +95,4 @@ def misaligned_shapes(trace: Trace) -> ShapesResult:
             )
         )
     found.sort(key=lambda o: -o.kernel_us)
-    return ShapesResult(found, checked)
+    return ShapesResult(found, checked, aligned)

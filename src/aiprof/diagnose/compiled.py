@@ -13,8 +13,9 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
 - **Normalizations.** Inductor decomposes ``batch_norm`` into reductions and elementwise
   kernels it generates (``torch._decomp``'s ``native_batch_norm``), so a cuDNN/ATen NCHW
   BatchNorm kernel (strided per-channel statistics, the input read again to normalize it)
-  takes at most its roofline, the bytes it must move (``diagnose/nhwc.py``: 2 x the tensor
-  forward, 3 x backward) over the DRAM bandwidth; what the fused kernel still reads and writes.
+  takes at most its roofline, the bytes it must move (``diagnose/nhwc.py``: 3 x the tensor
+  forward in training, a reduction then a pointwise pass, 2 x in eval, 5 x backward) over the
+  DRAM bandwidth; what the generated kernels still read and write.
   Inductor's layout optimization (channels_last convolutions) is not assumed: it is skipped
   in training for nets with a convolution whose input has at least twice its output channels
   (``GraphLowering.decide_layout_opt``, "pytorch_unet"), so the conversions stay.

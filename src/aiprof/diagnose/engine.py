@@ -17,6 +17,7 @@ from aiprof.diagnose.scope import (
     check_facts,
     check_supported,
     device_facts,
+    rank_prefix,
     scope_notes,
 )
 from aiprof.diagnose.verdict import combine_gains, replayed_gain_pct, verdict
@@ -96,7 +97,7 @@ def diagnose_rank(
     """``RankDiagnosis`` of one trace (``diagnosed``: its ``diagnose_trace`` when done already;
     ``part``: with its part of the cross-rank analysis)."""
     found, ctx = diagnose_trace(trace, options) if diagnosed is None else diagnosed
-    kept = [f for f in found if f.estimated_gain_pct >= options.min_gain_pct]
+    kept = [f for f in found if f.estimated_gain_pct >= options.min_gain_pct and not f.withheld]
     cross, error = None, None
     if part:
         try:
@@ -106,7 +107,7 @@ def diagnose_rank(
     return RankDiagnosis(
         rank=trace.rank,
         findings=kept,
-        notes=scope_notes(ctx),
+        notes=scope_notes(ctx) + [rank_prefix(trace) + f.withheld for f in found if f.withheld],
         step_us=ctx.step_us,
         replay_step_us=ctx.as_recorded_us / max(len(trace.steps), 1),
         device=trace.device,

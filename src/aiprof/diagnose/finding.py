@@ -37,6 +37,9 @@ class Finding:
     """The same gain in ms per step (of the replayed step; set by the engine)."""
     change: Change | None = field(default=None, repr=False, compare=False)
     """The replay change behind the gain (None for gains not from the replay); not in JSON."""
+    withheld: str = ""
+    """Why the rule cannot estimate this fix from the trace (its gain is then 0): the engine
+    does not list the finding and gives this line as a note instead."""
 
     @property
     def severity(self) -> str:

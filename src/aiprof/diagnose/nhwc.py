@@ -1,16 +1,27 @@
-"""What ``channels_last`` changes beyond the conversion kernels: NHWC BatchNorm kernels.
+"""What ``channels_last`` changes beyond the conversion kernels: BatchNorm and depthwise convs.
 
-In NCHW a training BatchNorm computes per-channel statistics over strided planes and reads its
-input again to normalize it (``batch_norm_collect_statistics_kernel`` then
-``batch_norm_transform_input_kernel``; cuDNN's ``bn_fw_tr_1C11_kernel_NCHW``); in NHWC the
-channels are the contiguous dimension and the kernels read the tensor in one pass. The model
-(aiprof's): with ``channels_last`` a BatchNorm kernel takes at most its roofline time, the
-bytes it must move over the DRAM bandwidth: the input read and the output written (2 x the
-tensor) forward, the input and the output gradient read and the input gradient written (3 x)
-backward. The tensor's size and layout come from the op's recorded shapes and strides
-(record_shapes); without them nothing is modelled. A kernel already at or under that time
-keeps its duration. The NCHW convolutions' own algorithms (other than the conversions around
-them) are not modelled.
+**BatchNorm.** In NCHW a training BatchNorm computes per-channel statistics with one block per
+channel over strided planes (``batch_norm_collect_statistics_kernel``, grid = channels) and a
+backward of one block per channel (``batch_norm_backward_kernel``); with few channels and large
+planes they fill a few SMs. In NHWC the channels are the contiguous dimension and PyTorch's
+``*_channels_last_kernel``\\ s spread the reduction over every SM
+(``aten/src/ATen/native/cuda/Normalization.cuh``). The model (aiprof's): with ``channels_last`` a
+BatchNorm kernel takes at most its roofline time, the bytes those kernels move over the DRAM
+bandwidth: forward in training, the statistics read the input and the transform reads it again
+and writes the output (3 x the tensor; 2 x in eval mode, the statistics are the running ones);
+backward, the reduction reads the input and the output gradient and the elementwise kernel
+reads both again and writes the input gradient (5 x). The tensor's size and layout come from
+the op's recorded shapes and strides (record_shapes); without them nothing is modelled. A
+kernel already at or under that time keeps its duration.
+
+**Depthwise convolutions.** PyTorch runs an NCHW bf16/FP32 depthwise convolution with its own
+kernels (``conv_depthwise2d_*``, ``conv_depthwise3d_*``: ``aten::_conv_depthwise2d``), and a
+``channels_last`` one always with cuDNN (``ConvParams::use_cudnn_depthwise`` in
+``aten/src/ATen/native/Convolution.cpp``: "always use cudnn_depthwise for channels_last
+format"; in NCHW it picks cuDNN only for FP16 shapes it measured faster). So the fix moves these
+convolutions to kernels whose time an NCHW trace does not show, and that PyTorch's own dispatch
+found no faster: ``aten_depthwise_rows`` names them, and ``layout_conversion`` does not claim a
+gain they could take back.
 """
 
 from __future__ import annotations
@@ -24,10 +35,16 @@ from aiprof.analysis.gpu_window import gpu_window
 from aiprof.trace import Trace
 
 BATCH_NORM = re.compile("batch_norm")
-FORWARD_PASSES = 2.0
-"""Forward BatchNorm: read x, write y."""
-BACKWARD_PASSES = 3.0
-"""Backward BatchNorm: read x and dy, write dx."""
+ATEN_DEPTHWISE_KERNEL = re.compile(r"conv_depthwise[23]d")
+"""PyTorch's own depthwise kernels (``DepthwiseConv2d.cu``, ``DepthwiseConv3d.cu``)."""
+TRAINING_PASSES = 3.0
+"""Training BatchNorm forward in NHWC: statistics (read x), transform (read x, write y)."""
+EVAL_PASSES = 2.0
+"""Eval-mode BatchNorm forward: read x, write y (running statistics)."""
+BACKWARD_PASSES = 5.0
+"""Backward BatchNorm in NHWC: reduce (read x, dy), elementwise (read x, dy, write dx)."""
+TRAINING_ARG = 5
+"""Index of ``training`` in ``native_batch_norm``/``cudnn_batch_norm``/``batch_norm``'s args."""
 
 
 def _first(trace: Trace, ids: np.ndarray, row: int) -> list[int]:
@@ -36,11 +53,18 @@ def _first(trace: Trace, ids: np.ndarray, row: int) -> list[int]:
     return [int(v) for v in first] if isinstance(first, list) else []
 
 
+def _window_kernel_rows(trace: Trace) -> np.ndarray:
+    """Kernels inside the steps with a launching CPU op."""
+    ops = trace.gpu_ops
+    win = gpu_window(trace)
+    rows: np.ndarray = win.rows[(win.rows < len(trace.kernels)) & (ops.op_row[win.rows] >= 0)]
+    return rows
+
+
 def nchw_batch_norm_durations(trace: Trace, bandwidth: float) -> dict[int, float]:
     """BatchNorm kernels of 4-D NCHW tensors at their NHWC roofline (where that is shorter)."""
     ops = trace.gpu_ops
-    win = gpu_window(trace)
-    rows = win.rows[(win.rows < len(trace.kernels)) & (ops.op_row[win.rows] >= 0)]
+    rows = _window_kernel_rows(trace)
     is_bn = trace.strings.mask(trace.cpu_ops.name_id, BATCH_NORM)
     rows = rows[is_bn[ops.op_row[rows]]]
     new: dict[int, float] = {}
@@ -55,6 +79,24 @@ def nchw_batch_norm_durations(trace: Trace, bandwidth: float) -> dict[int, float
     return new
 
 
+def aten_depthwise_rows(trace: Trace) -> np.ndarray:
+    """Kernels of PyTorch's own (NCHW) depthwise convolutions inside the steps: under
+    ``channels_last`` cuDNN runs these convolutions instead, at a time the trace does not show."""
+    rows = _window_kernel_rows(trace)
+    is_dw = trace.strings.mask(trace.gpu_ops.name_id, ATEN_DEPTHWISE_KERNEL)
+    depthwise: np.ndarray = rows[is_dw[rows]]
+    return depthwise
+
+
+def _passes(trace: Trace, op: int, name: str) -> float:
+    if "backward" in name:
+        return BACKWARD_PASSES
+    concrete = trace.json_value(int(trace.cpu_ops.concrete_inputs_id[op]))
+    training = concrete[TRAINING_ARG] if isinstance(concrete, list) and len(
+        concrete) > TRAINING_ARG else "True"
+    return EVAL_PASSES if training == "False" else TRAINING_PASSES
+
+
 def _roof_us(trace: Trace, op: int, bandwidth: float) -> float | None:
     """The op's BatchNorm roofline (µs) for its first input, if it is a 4-D NCHW tensor."""
     cpu = trace.cpu_ops
@@ -67,5 +109,4 @@ def _roof_us(trace: Trace, op: int, bandwidth: float) -> float | None:
         return None  # not 4-D, or already channels_last (the channels are contiguous)
     types = trace.json_value(int(cpu.input_types_id[op])) if cpu.input_types_id[op] >= 0 else []
     elem = 2 if any(t in ("c10::BFloat16", "c10::Half") for t in (types or [])[:1]) else 4
-    passes = BACKWARD_PASSES if "backward" in name else FORWARD_PASSES
-    return passes * prod(dims) * elem / bandwidth * 1e6
+    return _passes(trace, op, name) * prod(dims) * elem / bandwidth * 1e6

@@ -101,10 +101,15 @@ def first_launches_waited(trace: Trace) -> int:
     return int(np.count_nonzero(calls[order][first] > WAITING_CALL_FACTOR * np.median(calls)))
 
 
+def rank_prefix(trace: Trace) -> str:
+    """``rank N: `` before a note of one rank of a distributed run, else nothing."""
+    return f"rank {trace.rank}: " if trace.rank >= 0 and trace.distributed else ""
+
+
 def scope_notes(ctx: Context) -> list[str]:
     """Notes on what this rank's diagnosis does not cover."""
     trace, notes = ctx.trace, []
-    rank = f"rank {trace.rank}: " if trace.rank >= 0 and trace.distributed else ""
+    rank = rank_prefix(trace)
     if is_cold(trace):
         notes.append(
             f"{rank}the trace holds a first iteration only: not a steady state (first "

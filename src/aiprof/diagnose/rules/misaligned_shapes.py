@@ -33,9 +33,21 @@ def padding_rows(ctx: Context, op_rows: list[int]) -> np.ndarray:
     return np.asarray(rows[pads | (memset & np.isin(gpu.op_row[rows], padded_ops))])
 
 
+def padded_rate(ctx: Context, precision: str) -> float | None:
+    """FLOP/s of a padded op: the rate the trace's aligned GEMM/conv ops of its precision
+    reached (the kernels padding gets it, as they ran in this run), at most the device's peak;
+    the peak when the trace has no aligned op of that precision."""
+    peak = ctx.peak_flops(precision)
+    if not peak:
+        return None
+    reached = ctx.shapes.aligned_flops_per_s.get(precision)
+    return min(peak, reached) if reached else peak
+
+
 def change(ctx: Context) -> Change | None:
-    """Each misaligned op's kernels at the roofline time of its padded shape, and cuDNN's
-    padding copies of its input gone (an aligned shape needs none)."""
+    """Each misaligned op's kernels at the time of its padded shape at the aligned ops' rate
+    (``padded_rate``; memory-bound: its bytes at the DRAM bandwidth), and cuDNN's padding
+    copies of its input gone (an aligned shape needs none)."""
     shapes = ctx.shapes
     if not shapes.ops:
         return None
@@ -45,10 +57,10 @@ def change(ctx: Context) -> Change | None:
     dur = ctx.trace.gpu_ops.dur_us
     new: dict[int, float] = {}
     for op in shapes.ops:
-        peak = ctx.peak_flops(op.precision)
-        if not peak or op.kernel_us <= 0:
+        rate = padded_rate(ctx, op.precision)
+        if not rate or op.kernel_us <= 0:
             continue
-        roof_us = max(op.padded_flops / peak, op.bytes_total / bandwidth) * 1e6
+        roof_us = max(op.padded_flops / rate, op.bytes_total / bandwidth) * 1e6
         scale = min(1.0, roof_us / op.kernel_us)
         new.update({int(r): float(dur[r]) * scale for r in op.kernel_rows})
     new.update({int(r): 0.0 for r in padding_rows(ctx, [o.op_row for o in shapes.ops])})
@@ -77,13 +89,16 @@ def find(ctx: Context) -> Finding | None:
             "misaligned_kernel_ms_per_step": per_step_ms(ctx, shapes.kernel_us),
             "num_checked_ops": shapes.num_checked_ops,
             "top_ops": top,
+            "aligned_tflops_per_s": {p: round(r / 1e12, 1)
+                                     for p, r in sorted(shapes.aligned_flops_per_s.items())},
         },
         fix=(
             "Pad the dimensions to multiples of 8 (FP16/BF16; 16 for INT8/FP8): e.g. "
             "nn.Linear(4096, 4096) instead of 4095, vocabulary padded to a multiple of 64, "
             "channels padded to 8."
         ),
-        model="replay with each op at the roofline time of its padded shape on the device",
+        model=("replay with each op at the time of its padded shape at the rate the trace's "
+               "aligned GEMM/conv ops of its precision reached (at most the device's peak)"),
         change=fix,
     )
 
