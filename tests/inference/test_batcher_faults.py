@@ -112,6 +112,7 @@ def test_hung_async_model_times_out_and_its_instance_is_replaced():
     asyncio.run(scenario())
 
 
+@pytest.mark.timing
 def test_hung_thread_model_times_out_and_close_returns():
     release = threading.Event()
 
@@ -235,6 +236,7 @@ class StillClock:
         await asyncio.sleep(3600)
 
 
+@pytest.mark.timing
 def test_submit_cost_does_not_grow_with_the_queue():
     # each submit lets one queued request expire (the old queue rebuilt every level each time)
     # and there are two levels and deadlines (the old one sorted the whole queue per decision)
