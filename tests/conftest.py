@@ -52,6 +52,8 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its order is the work queue's
+        _files_with_cpu_hogs_first(items)
     if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
@@ -64,6 +66,14 @@ TESTS_LOCK = Path(tempfile.gettempdir()) / (
     "aiprof-tests-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:12] + ".lock"
 )
 """One lock file per checkout, shared by the pytest-xdist workers of a run."""
+
+
+def _files_with_cpu_hogs_first(items: list[pytest.Item]) -> None:
+    """The files holding a ``cpu_hog`` test (the longest: 7-30 s each serially) are handed out
+    first, so that no worker is left running one while the other has nothing to do; the rest
+    keep their order (``--dist loadfile --no-loadscope-reorder`` hands files out in this order)."""
+    heavy = {item.path for item in items if "cpu_hog" in item.keywords}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: same order within each part
 
 
 @pytest.hookimpl(wrapper=True)
