@@ -12,6 +12,7 @@ alone, the two-stage mechanism and the overhead from lone requests (``batching b
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from typing import Any
@@ -62,7 +63,8 @@ def main() -> None:
              "real_batch": p.real.server.mean_batch_size, "sim_batch": p.simulated.mean_batch_size}
             for p in (*result.open_loop, *result.closed_loop)]
     if args.json:
-        print(json.dumps({"overhead_us": result.overhead_us, "rows": rows}, indent=2))
+        print(json.dumps({"overhead_us": result.overhead_us, "stack": dataclasses.asdict(
+            result.stack) if result.stack else None, "rows": rows}, indent=2))
         return
     print("| load | real req/s | sim req/s | real P50 / P99 ms | sim P50 / P99 ms | P50 error "
           "| P99 error | real / sim mean batch |")
@@ -72,7 +74,12 @@ def main() -> None:
               f"{r['real_p50_ms']:.1f} / {r['real_p99_ms']:.1f} | "
               f"{r['sim_p50_ms']:.1f} / {r['sim_p99_ms']:.1f} | {r['p50_error_pct']:+.1f}% | "
               f"{r['p99_error_pct']:+.1f}% | {r['real_batch']:.2f} / {r['sim_batch']:.2f} |")
-    print(f"serving overhead per batch, from lone requests: {result.overhead_us:.0f} us")
+    stack = result.stack
+    if stack is not None:
+        print(f"serving stack given to the simulator, measured at {stack.calibration_rps:.0f} "
+              f"req/s: {stack.handoff_under_load_us:.0f} us per batch (hand-offs), "
+              f"{stack.transport_under_load_us:.0f} us per request (socket and front end); "
+              f"lone requests: {stack.handoff_alone_us:.0f} and {stack.transport_alone_us:.0f} us")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Open-loop Poisson load (default 5,000 req/s) from ``aiprof.inference.loadclient`` through the Unix
 socket into the batcher, against a model function that returns at once in the batcher's model
 threads (as the serving engine runs). Printed: the serving process's CPU time per request (every
-thread: the socket front end, the batcher, the model threads' hand-offs), the client-side latency,
+thread: the socket front end, the batcher, the model threads' hand-offs) and its parts (the event
+loop's thread, the model threads, the rest), counted from the load generator's connection to its
+end, the loop's iterations per request, the client-side latency,
 and, measured in the same run as the baseline, the batcher alone in one process with the
 in-process load generator (``benchmarks/batcher_overhead.py``'s method).
 
@@ -32,7 +34,13 @@ def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int
     """One run through the socket: the server's CPU per request and what the client saw."""
     arrivals = poisson_arrivals(rate_rps, num_requests, seed=seed)
     run = serve(_zero_cost, policy, OpenLoad(arrivals_us=tuple(arrivals.tolist())), num_slots=1)
+    assert run.probes is not None
+    parts = run.probes.cpu_us_per_request
     return {"server_cpu_us_per_request": run.server_cpu_us_per_request,
+            "loop_cpu_us_per_request": parts["loop"],
+            "model_threads_cpu_us_per_request": parts["model threads"],
+            "other_cpu_us_per_request": parts["other"],
+            "loop_iterations_per_request": run.probes.loop.num_iterations / num_requests,
             "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
             "latency_p99_us": run.latency_p99_us, "mean_batch_size": run.server.mean_batch_size,
             "lost": run.num_lost}
@@ -63,7 +71,11 @@ def main() -> None:
         return
     for r, b in zip(runs, baseline, strict=True):
         print(f"{args.rate:.0f} req/s offered, {r['throughput_rps']:.0f} served: serving process "
-              f"CPU {r['server_cpu_us_per_request']:.1f} us/request (batcher alone "
+              f"CPU {r['server_cpu_us_per_request']:.1f} us/request (loop "
+              f"{r['loop_cpu_us_per_request']:.1f}, model threads "
+              f"{r['model_threads_cpu_us_per_request']:.1f}, other "
+              f"{r['other_cpu_us_per_request']:.1f}; {r['loop_iterations_per_request']:.2f} loop "
+              f"iterations per request; batcher alone "
               f"{b['overhead_cpu_us_per_request']:.1f}), client latency P50 "
               f"{r['latency_p50_us']:.0f} us, P99 {r['latency_p99_us']:.0f} us, mean batch "
               f"{r['mean_batch_size']:.2f}, lost {r['lost']:.0f}")

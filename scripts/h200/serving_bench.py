@@ -47,7 +47,7 @@ FULL = BenchConfig(batch_sizes=(1, 2, 4, 8, 16, 32), max_batch=32, max_delay_us=
 SMOKE = BenchConfig(batch_sizes=(1, 4), max_batch=4, max_delay_us=1000.0, concurrencies=(1, 4),
                     duration_s=0.1, closed_duration_s=0.1, min_requests=40, max_requests=600,
                     tune_requests=100, iters=3, warmup=1, calibration_requests=20,
-                    overload_factor=10.0)
+                    calibration_duration_s=0.1, overload_factor=10.0)
 
 
 class BertEncoder(torch.nn.Module):
@@ -122,6 +122,43 @@ def acceptance(result: ServingComparison) -> dict[str, Any]:
     return out
 
 
+def tail_evidence(run: Any) -> dict[str, Any]:
+    """What tells a stall's cause apart, for one served run (a ServedRun): the client's own
+    lateness, how the tail is spread in time, the collector's and the loop's longest stops, and
+    where the serving process's CPU went."""
+    probes = run.probes
+    assert probes is not None  # serve() always probes
+    series = probes.series
+    return {"p50_us": run.latency_p50_us, "p99_us": run.latency_p99_us,
+            "max_send_lag_us": run.max_send_lag_us,
+            "tail_client_late_share": series.tail_client_late_share,
+            "tail_bins": series.tail_bins, "tail_due_ms": [series.tail_first_due_ms,
+                                                           series.tail_last_due_ms],
+            "worst": [series.worst_latency_us, series.worst_due_ms, series.worst_send_lag_us],
+            "first_window_p99_us": series.first_window_p99_us, "rest_p99_us": series.rest_p99_us,
+            "gc_collections": probes.gc.num_collections, "gc_max_pause_us": probes.gc.max_pause_us,
+            "gc_frozen_objects": probes.gc.frozen_objects,
+            "loop_max_iteration_us": probes.loop.max_iteration_us,
+            "loop_max_iteration_at_ms": probes.loop_max_iteration_at_ms,
+            "cpu_us_per_request": probes.cpu_us_per_request}
+
+
+def evidence(result: ServingComparison) -> dict[str, Any]:
+    """:func:`tail_evidence` of every open-loop run, the engine's waits under load, and the
+    serving stack's costs the simulator was given."""
+    out: dict[str, Any] = {"stack": result.stack}
+    for point in result.open_loop:
+        costs = point.under_load
+        out[point.label] = {**tail_evidence(point.real),
+                            "engine": {"batch_sizes": costs.batch_sizes,
+                                       "lock_wait_us": costs.lock_wait_us,
+                                       "sync_wait_us": costs.sync_wait_us,
+                                       "mean_wall_us": costs.mean_wall_us,
+                                       "batcher_compute_mean_us":
+                                           point.real.server.compute_mean_us}}
+    return out
+
+
 def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float,
             log: Any, instances: int = 2) -> dict[str, Any]:
     """Everything for one model in one precision."""
@@ -145,7 +182,10 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
     result = run_comparison(engine, config, lambda line: log(f"  {line[:240]}"), stop_at)
     accept = acceptance(result)
     log(f"{name} {dtype_name}: {json.dumps(plain(accept))}")
+    found = plain(evidence(result))
+    log(f"{name} {dtype_name} evidence: {json.dumps(found)}")
     out = {"model": name, "dtype": dtype_name, "forward_curve": plain(forward),
+           "evidence": found,
            "sdpa_capture_error": retried, "comparison": plain(result),
            "errors": {p.label: {"throughput_pct": p.throughput_error_pct,
                                 "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct}
@@ -177,7 +217,11 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
     return {"rate_rps": 5000.0, "num_requests": count,
             "server_cpu_us_per_request": run.server_cpu_us_per_request,
             "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
-            "latency_p99_us": run.latency_p99_us, "num_lost": run.num_lost}
+            "latency_p99_us": run.latency_p99_us, "num_lost": run.num_lost,
+            "mean_batch_size": run.server.mean_batch_size,
+            "loop_iterations_per_request": (run.probes.loop.num_iterations / count
+                                            if run.probes else None),
+            "evidence": plain(tail_evidence(run))}
 
 
 def machine(device: str) -> dict[str, Any]:

@@ -116,6 +116,7 @@ def _gain(row: dict[str, Any] | None) -> dict[str, Any]:
     return {"status": row["status"], "gain_pct": row["measured_gain_pct"],
             "interval_pct": row["interval_pct"], "round_gains_pct": row["round_gains_pct"],
             "verdict": row["verdict"], "median_step_us": row["median_step_us"],
+            "step_time_us": row.get("step_time_us"),
             "peak_memory_bytes": row["peak_memory_bytes"], "reason": row["reason"],
             "compile_s": row["compile_s"], "numerics": row["numerics"]}
 
@@ -137,9 +138,12 @@ def run_script(name: str, spec: dict[str, Any], args: argparse.Namespace, record
     command = [sys.executable, "-m", "aiprof.cli.main", "try", "--json", "--out", str(records),
                "--rounds", str(args.rounds), "--steps", str(args.steps),
                "--warmup", str(args.warmup), "--warmup-s", f"{args.warmup_s:g}",
+               "--min-timed-s", f"{args.min_timed_s:g}", "--statistic", args.statistic,
                "--spawn", args.spawn, "--budget", f"{budget_s:.0f}",
                "--timeout", str(args.timeout)]
     command += ["--auto"] if args.mode == "auto" else ["--fix", ",".join(fixes)]
+    if args.aa:
+        command += ["--aa"]
     for fix, twin in twins.items():
         command += ["--edited", f"{fix}_twin={_shown(twin)}"]
     if spec.get("steps_from"):
@@ -179,6 +183,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--warmup-s", type=float, default=0.5,
                         help="minimum warm-up seconds per process on CUDA")
+    parser.add_argument("--min-timed-s", type=float, default=0.0,
+                        help="timed steps last at least this long per process")
+    parser.add_argument("--statistic", choices=("median", "floor"), default="median")
+    parser.add_argument("--aa", action="store_true",
+                        help="an A/A variant in every round (the noise between processes)")
     parser.add_argument("--spawn", choices=("fork", "exec"), default="fork")
     parser.add_argument("--without", action="append", default=[], metavar="FIX",
                         help="leave this fix (and its twin) out, e.g. compile")
@@ -226,7 +235,8 @@ def write(out: Path, args: argparse.Namespace, results: list[dict[str, Any]],
                "num_agree": sum(1 for p in judged if p["agree"])}
     document = {"suite": "try_suite", "smoke": args.smoke, "mode": args.mode,
                 "protocol": {"rounds": args.rounds, "steps": args.steps, "warmup": args.warmup,
-                             "warmup_s": args.warmup_s, "spawn": args.spawn,
+                             "warmup_s": args.warmup_s, "min_timed_s": args.min_timed_s,
+                             "aa": args.aa, "statistic": args.statistic, "spawn": args.spawn,
                              "without": args.without,
                              "budget_s": args.budget, "agree_rel": AGREE_REL,
                              "agree_points": AGREE_POINTS},

@@ -29,6 +29,12 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert {"torch", "python", "date", "device"} <= set(doc["machine"])
     assert doc["serving_overhead"]["num_lost"] == 0
     assert doc["serving_overhead"]["server_cpu_us_per_request"] > 0
+    found = doc["serving_overhead"]["evidence"]  # what tells a stall's cause apart
+    parts = found["cpu_us_per_request"]
+    assert parts["loop"] > 0 and parts["model threads"] > 0
+    assert parts["loop"] + parts["model threads"] + parts["other"] == pytest.approx(
+        parts["process"], rel=0.01)
+    assert found["gc_frozen_objects"] > 0 and found["loop_max_iteration_us"] > 0
     assert all(s["ok"] for s in doc["status"].values()), doc["status"]
     assert [(r["model"], r["dtype"]) for r in doc["runs"]] == [("resnet50", "float32"),
                                                                ("bert-base", "bfloat16")]
@@ -53,3 +59,11 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert set(run["acceptance"]) >= {"capacity_rps", "p99_bound_us", "p50_error_pct_40",
                                           "p99_error_pct_80", "served_share_of_capacity"}
         assert run["forward_curve"]["batch_sizes"] == curve["batch_sizes"]
+        stack = run["evidence"]["stack"]
+        assert stack["calibration_rps"] == pytest.approx(0.6 * result["capacity_rps"])
+        assert result["overhead_us"] == stack["handoff_under_load_us"] >= 0
+        assert stack["transport_under_load_us"] > 0 and stack["transport_alone_us"] > 0
+        for point in result["open_loop"]:
+            engine = run["evidence"][point["label"]]["engine"]
+            assert len(engine["lock_wait_us"]) == len(engine["batch_sizes"])
+            assert point["real"]["probes"]["series"]["max_latency_per_bin_us"]

@@ -9,8 +9,11 @@ throughput is k B / (H + D + o). A lone request takes H(1) + D(1) + o.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.latency_curve import LatencyCurve
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
@@ -69,3 +72,16 @@ def test_without_a_shared_device_the_instances_compute_in_parallel():
     sim = SimulationOptions(num_instances=2, host_curve=_flat(200.0))
     metrics = simulate(arrivals, _flat(1000.0), BatchPolicy(max_batch_size=B), sim)
     assert metrics.latency_p99_us == pytest.approx(1200.0)
+
+
+def test_transport_time_adds_to_every_latency_and_occupies_no_instance():
+    curve = LatencyCurve(batch_sizes=(1, 8), latency_us=(1000.0, 3000.0))
+    policy = BatchPolicy(max_batch_size=8, max_queue_delay_us=500.0)
+    arrivals = poisson_arrivals(1500.0, 3000, seed=3)
+    base = SimulationOptions(num_instances=2, overhead_us=100.0)
+    plain = simulate(arrivals, curve, policy, base)
+    moved = simulate(arrivals, curve, policy, replace(base, transport_us=700.0))
+    for name in ("latency_p50_us", "latency_p99_us", "latency_mean_us"):
+        assert getattr(moved, name) == pytest.approx(getattr(plain, name) + 700.0)
+    assert moved.batch_size_histogram == plain.batch_size_histogram  # the same batches
+    assert moved.throughput_rps == pytest.approx(plain.throughput_rps)

@@ -94,3 +94,95 @@ def test_part_a_with_the_fork_server_preloaded_each_scripts_libraries() -> None:
     assert "torchvision" in preloaded["resnet50_train"]
     assert "transformers" in preloaded["bert_train"]
     assert doc["summary"]["num_agree"] == 2 and doc["summary"]["num_judged"] == 11
+
+
+# The noise study (tests/data/trial/h200_try_noise.json): why the host-bound scripts are noisy
+# there, and what the floor statistic does about it.
+
+
+@pytest.fixture(scope="module")
+def noise() -> dict[str, Any]:
+    return _load("h200_try_noise.json")
+
+
+def _aa_round_gains(doc: dict[str, Any], statistic: str) -> list[float]:
+    from aiprof.trial.stats import floor_step_us
+
+    def value(steps: list[float]) -> float:
+        return floor_step_us(steps) if statistic == "floor" else statistics.median(steps)
+
+    by = {(r["round"], r["label"]): value(r["step_us"]) for r in doc["runs"] if r["step_us"]}
+    rounds = sorted({r for r, _ in by})
+    return [100.0 * (1.0 - by[(r, "aa")] / by[(r, "base")]) for r in rounds]
+
+
+def test_the_host_runs_the_same_python_at_two_speeds(noise: dict[str, Any]) -> None:
+    # Nearly every core was both fast and slow from one pass to the next (2.7 s apart): a
+    # property of the host's cores over time, not of a few cores that pinning could avoid.
+    for census in noise["census"].values():
+        passes = census["passes"]
+        switching = 0
+        for cpu in passes[0]["probe_us"]:
+            best = [min(p["probe_us"][cpu]) for p in passes]
+            switching += max(best) / min(best) > 1.3
+        assert switching >= 12, switching
+        assert all(delta[7] <= 1 for delta in census["proc_stat_delta"].values())  # no steal
+    probes = [t for doc in noise["documents"].values() for r in doc["runs"]
+              for t in r["host_probe_us"]]
+    assert max(probes) / min(probes) > 1.8
+
+
+def test_the_floor_narrows_the_noise_between_processes(noise: dict[str, Any]) -> None:
+    for name in ("mlp_2s", "bert_2s"):
+        doc = noise["documents"][name]
+        median_sd = statistics.pstdev(_aa_round_gains(doc, "median"))
+        floor_sd = statistics.pstdev(_aa_round_gains(doc, "floor"))
+        assert median_sd > 8.0, (name, median_sd)
+        assert floor_sd < 0.7 * median_sd, (name, floor_sd, median_sd)
+    bert = _aa_round_gains(noise["documents"]["bert_2s"], "floor")
+    assert max(abs(g) for g in bert) < 2.0  # inside the issue's ±2-point band
+
+
+def test_a_longer_window_helps_and_pinning_four_cores_does_not(noise: dict[str, Any]) -> None:
+    docs = noise["documents"]
+    short = statistics.pstdev(_aa_round_gains(docs["mlp_20"], "median"))
+    long = statistics.pstdev(_aa_round_gains(docs["mlp_2s"], "median"))
+    pinned = statistics.pstdev(_aa_round_gains(docs["mlp_fast4"], "median"))
+    assert long < short and pinned > long
+
+
+# The whole suite with the floor statistic (tests/data/trial/h200_try_suite_floor_{a,b}.json:
+# 8 scripts, 20 fixes with hand-edited twins, 3 rounds, timed >= 1 s per process).
+
+
+def _floor_pairs() -> list[tuple[str, dict[str, Any]]]:
+    pairs = []
+    for part in ("a", "b"):
+        doc = _load(f"h200_try_suite_floor_{part}.json")
+        assert doc["protocol"]["statistic"] == "floor"
+        pairs += [(s["script"], p) for s in doc["scripts"] for p in s["comparison"]]
+    return pairs
+
+
+def _spread(side: dict[str, Any]) -> float:
+    gains = side["round_gains_pct"]
+    return float(max(gains) - min(gains))
+
+
+def test_where_both_measurements_are_tight_the_fix_agrees_with_the_edited_script() -> None:
+    pairs = _floor_pairs()
+    assert len({script for script, _ in pairs}) == 8 and len(pairs) == 20
+    tight = [(s, p) for s, p in pairs
+             if max(_spread(p["aiprof"]), _spread(p["twin"])) <= p["bound_points"]]
+    assert len(tight) >= 5
+    assert all(p["agree"] for _, p in tight), [(s, p["fix"]) for s, p in tight]
+
+
+def test_every_disagreement_is_inside_the_rounds_own_spread() -> None:
+    # Not met: 7 of 20 agree. Each miss has a side whose rounds spread wider than the band
+    # it was judged by, so three rounds on this host cannot tell the two apart.
+    pairs = _floor_pairs()
+    misses = [p for _, p in pairs if not p["agree"]]
+    assert sum(1 for _, p in pairs if p["agree"]) == 7 and len(misses) == 13
+    for p in misses:
+        assert max(_spread(p["aiprof"]), _spread(p["twin"])) > p["bound_points"], p["fix"]

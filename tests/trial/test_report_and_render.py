@@ -62,3 +62,22 @@ def test_a_run_without_a_try_record_has_no_try_section(tmp_path: Path) -> None:
     shutil.copytree(DATA / "h200_resnet50_run", run)
     assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
     assert "aiprof try" not in (tmp_path / "r.html").read_text()
+
+
+def test_a_host_that_changed_speed_is_said_with_the_probe_range() -> None:
+    from aiprof.trial.result import host_probe_document
+
+    quiet = host_probe_document([10_000.0, 10_400.0, 9_900.0])
+    assert quiet is not None and not quiet["varies"]
+    noisy = host_probe_document([10_000.0, 19_000.0, 11_000.0])
+    assert noisy is not None and noisy["varies"] and noisy["ratio"] == 1.9
+    assert host_probe_document([]) is None
+    document = _document()
+    for probe, said in ((quiet, False), (noisy, True)):
+        document["host_probe"] = probe
+        out = io.StringIO()
+        render_try(Console(file=out, width=200), document)
+        assert ("the host changed speed during the trial" in out.getvalue()) is said
+        if said:
+            assert "10.0-19.0 ms (1.9x)" in out.getvalue()
+            assert "--statistic floor" in out.getvalue()

@@ -25,6 +25,13 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--warmup-s", type=float, default=0.5, metavar="S",
                        help="on CUDA the warm-up also lasts at least S seconds, so the GPU's "
                             "clocks have risen from idle (default 0.5)")
+    group.add_argument("--statistic", choices=("median", "floor"), default="median",
+                       help="a process's step time: the median of its timed steps (default), "
+                            "or the floor: the fastest mean over 50 ms blocks, for a host whose "
+                            "speed varies from outside (see docs/try.md)")
+    group.add_argument("--min-timed-s", type=float, default=0.0, metavar="T",
+                       help="the timed steps also last at least T seconds, so a short step "
+                            "is timed over a longer window (one rank; default 0: --steps only)")
     group.add_argument("--spawn", choices=("fork", "exec"), default="fork",
                        help="fork: variants forked from a process that imported torch and "
                             "the script's libraries once (default); exec: each variant a new "
@@ -73,7 +80,9 @@ def protocol_from(args: argparse.Namespace) -> Any:
     from aiprof.trial.plan import Protocol
 
     return Protocol(rounds=args.rounds, steps=args.steps, warmup_steps=args.warmup,
-                    warmup_s=args.warmup_s, spawn=args.spawn, nproc=args.nproc,
+                    warmup_s=args.warmup_s, min_timed_s=args.min_timed_s,
+                    statistic=args.statistic, spawn=args.spawn,
+                    nproc=args.nproc,
                     timeout_s=args.timeout, steps_from=args.steps_from, watch=args.watch)
 
 

@@ -10,6 +10,14 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
   member's (the one that moves the most bytes; the intermediates stay in registers). A lone
   memory-bound kernel between two extern kernels stays: default-mode Inductor does not fuse
   into cuBLAS epilogues.
+- **Normalizations.** Inductor decomposes ``batch_norm`` into reductions and elementwise
+  kernels it generates (``torch._decomp``'s ``native_batch_norm``), so a cuDNN/ATen NCHW
+  BatchNorm kernel (strided per-channel statistics, the input read again to normalize it)
+  takes at most its roofline, the bytes it must move (``diagnose/nhwc.py``: 2 x the tensor
+  forward, 3 x backward) over the DRAM bandwidth; what the fused kernel still reads and writes.
+  Inductor's layout optimization (channels_last convolutions) is not assumed: it is skipped
+  in training for nets with a convolution whose input has at least twice its output channels
+  (``GraphLowering.decide_layout_opt``, "pytorch_unet"), so the conversions stay.
 - **Launches.** Each fused-away kernel's launch call goes; each kept kernel keeps its call
   (the generated wrapper still launches it).
 - **Dispatch.** The compiled graph runs without the eager per-op work: the Python of the
@@ -32,6 +40,7 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.diagnose.context import Context
+from aiprof.diagnose.nhwc import nchw_batch_norm_durations
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rules.cpu_bound import host_cpu
 
@@ -75,9 +84,11 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
     fused, gone = fused_durations(ctx)
     if not fused and not extra_gpu_dur_us:
         return None
+    bandwidth = ctx.memory_bytes_per_s()
+    norms = nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
     eager = iv.union_all(host_cpu(ctx), optimizer_spans(ctx))
     removed = iv.union_all(launch_spans(ctx, gone), python_between_ops(ctx))
-    return Change(gpu_dur_us={**fused, **extra_gpu_dur_us},
+    return Change(gpu_dur_us={**norms, **fused, **extra_gpu_dur_us},
                   removed_cpu=iv.subtract(removed, eager))
 
 

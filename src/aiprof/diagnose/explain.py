@@ -71,6 +71,9 @@ def _gpu_parts(ctx: Context, change: Change) -> tuple[float, float, list[dict[st
     changed = ~np.isnan(new)
     old = tl.gpu_dur_us[events][changed]
     saved = np.maximum(old - new[changed], 0.0)
+    if change.side_stream_rows:  # off their stream altogether: all their time leaves it
+        side = np.isin(rows[changed], np.fromiter(change.side_stream_rows, np.int64))
+        saved[side] = old[side]
     gaps = np.broadcast_to(tl.gap_us, len(tl.kind))[events][changed]
     turnaround = float(np.sum(gaps[(new[changed] <= 0) & (old > 0)]))
     return float(saved.sum()), turnaround, _top_ops(ctx, rows[changed], saved)

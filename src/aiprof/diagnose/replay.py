@@ -103,6 +103,10 @@ class Change:
     keep_launch_calls: bool = False
     """``launch_work_scale`` scales the CPU work between events only; each launch keeps its
     call (``torch.compile``: the generated code still launches every kernel it keeps)."""
+    side_stream_rows: frozenset[int] = frozenset()
+    """``gpu_row`` s moved to a stream of their own (a copy prefetched on a side stream, a
+    step ahead): the later ops of their stream no longer wait for them, and the step still
+    lasts until they end (the copy engine is busy for them)."""
 
 
 def combine(*changes: Change) -> Change:
@@ -120,6 +124,7 @@ def combine(*changes: Change) -> Change:
         protected_cpu=iv.union_all(*(c.protected_cpu for c in changes)),
         keep_launch_calls=all(c.keep_launch_calls for c in changes
                               if c.launch_work_scale != 1.0),
+        side_stream_rows=frozenset().union(*(c.side_stream_rows for c in changes)),
     )
 
 
@@ -146,7 +151,8 @@ def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
     lo = np.minimum(lo, hi)
     work = hi - lo - covered_between(change.removed_cpu, lo, hi)
     if timeline.profiler_overhead_us > 0 and len(timeline.recorded_starts_us):
-        starts = timeline.recorded_starts_us
+        # an event inside removed CPU time took its profiler cost with it: count only the rest
+        starts = kept_starts(timeline.recorded_starts_us, change.removed_cpu)
         recorded = np.searchsorted(starts, hi) - np.searchsorted(starts, lo)
         work = work - recorded * timeline.profiler_overhead_us
     if change.launch_work_scale != 1.0:
@@ -154,6 +160,22 @@ def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
         work = kept + (work - kept) * change.launch_work_scale
     work = np.maximum(work, 0.0)
     return work[:-1], float(work[-1])
+
+
+def kept_starts(starts: np.ndarray, removed: iv.Intervals) -> np.ndarray:
+    """The sorted ``starts`` not nested in ``removed`` (normalized intervals): the recorded
+    events whose profiler cost is still in the CPU time once ``removed`` is gone. An event
+    that starts after a removed span's start is nested in it: the profiler's callbacks of that
+    event ran between the span's timestamps, so its cost is part of the removed time and is not
+    taken out twice. An event that opens a removed span keeps its cost outside it (the enter
+    callback runs before the event's own start timestamp)."""
+    lo, hi = removed
+    if len(lo) == 0 or len(starts) == 0:
+        return starts
+    i = np.searchsorted(lo, starts, side="right") - 1
+    at = np.maximum(i, 0)
+    inside = (i >= 0) & (starts > lo[at]) & (starts < hi[at])
+    return starts[~inside]
 
 
 def own_call_us(timeline: Timeline) -> np.ndarray:
@@ -218,7 +240,13 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     async_call = max(timeline.launch_call_us - timeline.profiler_overhead_us, 0.0)
     launch_cap = WAITING_CALL_FACTOR * async_call
     start_us = timeline.start_us
-    stream_end = [start_us] * max(timeline.num_streams, 1)
+    streams, num_streams = timeline.stream, max(timeline.num_streams, 1)
+    if change.side_stream_rows:
+        streams = streams.copy()
+        side = np.fromiter(change.side_stream_rows, np.int64, len(change.side_stream_rows))
+        streams[(timeline.gpu_row >= 0) & np.isin(timeline.gpu_row, side)] = num_streams
+        num_streams += 1
+    stream_end = [start_us] * num_streams
     host_wait = [0.0] * len(stream_end)
     busy = [0.0] * len(stream_end)
     num_ops = num_drained = 0
@@ -230,7 +258,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     ptr, idx = timeline.wait_ptr.tolist(), timeline.wait_idx.tolist()
     works = work.tolist()
     for k, (kind, stream, dur, sync_id, after, delay, gap) in enumerate(zip(
-        timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
+        timeline.kind.tolist(), streams.tolist(), durations.tolist(),
         timeline.sync_id.tolist(), timeline.after.tolist(), timeline.delay_us.tolist(),
         np.broadcast_to(timeline.gap_us, len(durations)).tolist(), strict=True,
     )):

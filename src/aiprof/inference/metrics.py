@@ -70,11 +70,12 @@ class MetricsRecorder:
 
     def request(
         self, enqueue_us: float, free_us: float, dispatch_us: float, done_us: float,
-        level: int = 1,
+        level: int = 1, *, outside_us: float = 0.0,
     ) -> None:
-        """Record a completed request: queued, instance free, batch dispatched, result ready."""
+        """Record a completed request: queued, instance free, batch dispatched, result ready;
+        ``outside_us`` more of latency spent outside the batcher (a simulated transport)."""
         forming = dispatch_us - max(enqueue_us, free_us)
-        self._latency.append(done_us - enqueue_us)
+        self._latency.append(done_us - enqueue_us + outside_us)
         self._level.append(level)
         self._forming.append(forming)
         self._queue.append(dispatch_us - enqueue_us - forming)

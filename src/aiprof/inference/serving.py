@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,10 +27,19 @@ import numpy as np
 from aiprof.errors import InputError
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.frontend import RequestServer
-from aiprof.inference.loadgen import run_precise
 from aiprof.inference.metrics import BatchingMetrics
 from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.probes import (
+    GcPauses,
+    GcSummary,
+    LoopSummary,
+    TimedSelector,
+    frozen_heap,
+    thread_cpu_ns,
+)
+from aiprof.inference.stalls import LatencySeries, latency_series
 from aiprof.inference.wire import FAILED, OK, REASONS, REJECTED
+from aiprof.inference.worker import MODEL_THREAD_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +65,23 @@ class ClosedLoad:
 
     concurrency: int
     num_requests: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerProbes:
+    """What the serving process did during the load: where its CPU went and what stopped it.
+
+    Times ``*_at_ms`` are from the load generator's start (the same CLOCK_MONOTONIC)."""
+
+    gc: GcSummary
+    gc_max_pause_at_ms: float
+    loop: LoopSummary
+    loop_max_iteration_at_ms: float
+    cpu_us_per_request: dict[str, float]
+    """CPU per request sent, by part: ``loop`` (the event loop's thread: socket front end and
+    batcher), ``model threads`` (the hand-offs and the model function), ``other`` (threads that
+    are not Python's: torch's, the CUDA driver's), ``process`` (all of them)."""
+    series: LatencySeries
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,28 +112,48 @@ class ServedRun:
     """CPU time of the serving process (every thread) per request sent."""
     wall_s: float
     server: BatchingMetrics
+    probes: ServerProbes | None = None
+    """The serving process's own evidence (None in records made before it existed)."""
+
+
+@dataclass
+class _Window:
+    """The serving process's counters over the load (from the client's start to its end)."""
+
+    process_cpu_ns: int = 0
+    loop_cpu_ns: int = 0
+    model_cpu_ns: int = 0
+    gc: GcSummary | None = None
+    loop: LoopSummary | None = None
 
 
 def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenLoad | ClosedLoad,
-          *, num_slots: int, num_instances: int = 2, deadline_s: float = 120.0) -> ServedRun:
+          *, num_slots: int, num_instances: int = 2, deadline_s: float = 120.0,
+          freeze_gc: bool = True) -> ServedRun:
     """Serve ``load`` with a :class:`DynamicBatcher` around ``model_fn``; the client's view.
 
     The model function gets ``(request id, slot)`` payloads, one per request of the batch.
+    ``freeze_gc``: the objects alive before the load are frozen out of the garbage collector
+    while it runs (:func:`~aiprof.inference.probes.frozen_heap`).
     """
     if isinstance(load, OpenLoad) and not load.arrivals_us:
         raise InputError("no arrivals to serve")
     with tempfile.TemporaryDirectory(prefix="aiprof-serve-") as tmp:
         folder = Path(tmp)
         command = _client_command(load, folder, num_slots, deadline_s)
-        begin_cpu, begin = time.process_time(), time.perf_counter()
-        metrics, code, stderr = run_precise(_serve_async(
-            model_fn, policy, num_instances, num_slots, folder / "s", command, deadline_s))
-        cpu, wall = time.process_time() - begin_cpu, time.perf_counter() - begin
+        selector, window = TimedSelector(), _Window()
+        begin = time.perf_counter()
+        with frozen_heap(freeze_gc), asyncio.Runner(
+                loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
+            metrics, code, stderr = runner.run(_serve_async(
+                model_fn, policy, num_instances, num_slots, folder / "s", command, deadline_s,
+                window, selector))
+        wall = time.perf_counter() - begin
         if code != 0 or not (folder / "times.npz").is_file():
             raise InputError(f"the load generator failed (exit {code}): {stderr.strip()[-300:]}")
         with np.load(folder / "times.npz") as times:
             data = {key: times[key] for key in times.files}
-    return _summarize(data, load, metrics, cpu, wall)
+    return _summarize(data, load, metrics, window, wall)
 
 
 def _client_command(load: OpenLoad | ClosedLoad, folder: Path, num_slots: int,
@@ -130,21 +177,38 @@ def _client_command(load: OpenLoad | ClosedLoad, folder: Path, num_slots: int,
 
 async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy,
                        num_instances: int, num_slots: int, path: Path, command: list[str],
-                       deadline_s: float) -> tuple[BatchingMetrics, int, str]:
+                       deadline_s: float, window: _Window, selector: TimedSelector
+                       ) -> tuple[BatchingMetrics, int, str]:
     loop = asyncio.get_running_loop()
     batcher = DynamicBatcher(model_fn, policy, num_instances=num_instances)
     batcher.start()
     closed: asyncio.Future[None] = loop.create_future()
-    server = await loop.create_unix_server(
-        lambda: RequestServer(batcher, num_slots, closed), str(path))
+    connected: asyncio.Future[None] = loop.create_future()
+
+    def accept() -> RequestServer:
+        if not connected.done():
+            connected.set_result(None)
+        return RequestServer(batcher, num_slots, closed)
+
+    server = await loop.create_unix_server(accept, str(path))
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])  # the folder above aiprof/
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
     stop = time.monotonic() + deadline_s + 30
-    while not closed.done() and process.poll() is None and time.monotonic() < stop:
-        await asyncio.sleep(0.02)
+    await _until(connected, process, stop)  # the client imports numpy meanwhile: not counted
+    loop_thread, pauses = threading.current_thread(), GcPauses()
+    model_cpu_ns = _model_threads_cpu_ns()
+    begin_cpu, begin_loop_cpu = time.process_time_ns(), thread_cpu_ns(loop_thread)
+    selector.reset()
+    pauses.start()
+    await _until(closed, process, stop)
+    window.gc, window.loop = pauses.stop(), selector.summary()
+    window.model_cpu_ns = sum(cpu - model_cpu_ns.get(ident, 0)
+                              for ident, cpu in _model_threads_cpu_ns().items())
+    window.loop_cpu_ns = thread_cpu_ns(loop_thread) - begin_loop_cpu
+    window.process_cpu_ns = time.process_time_ns() - begin_cpu
     metrics = batcher.metrics()
     await batcher.close()
     server.close()
@@ -157,8 +221,21 @@ async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy
     return metrics, process.returncode, stderr or ""
 
 
+def _model_threads_cpu_ns() -> dict[int, int]:
+    """CPU so far of every live model thread, by thread id."""
+    return {t.ident or 0: thread_cpu_ns(t) for t in threading.enumerate()
+            if t.name.startswith(MODEL_THREAD_PREFIX)}
+
+
+async def _until(event: asyncio.Future[None], process: subprocess.Popen[str],
+                 stop: float) -> None:
+    """Wait for ``event`` while the client runs, until ``stop`` (``time.monotonic()``)."""
+    while not event.done() and process.poll() is None and time.monotonic() < stop:
+        await asyncio.wait([event], timeout=0.02)
+
+
 def _summarize(data: dict[str, np.ndarray], load: OpenLoad | ClosedLoad,
-               metrics: BatchingMetrics, cpu_s: float, wall_s: float) -> ServedRun:
+               metrics: BatchingMetrics, window: _Window, wall_s: float) -> ServedRun:
     answers, status, reason = data["answers"], data["status"], data["reason"]
     answered = answers > 0
     ok = answered & (status == OK)
@@ -179,8 +256,26 @@ def _summarize(data: dict[str, np.ndarray], load: OpenLoad | ClosedLoad,
         latency_p50_us=float(p50), latency_p95_us=float(p95), latency_p99_us=float(p99),
         latency_mean_us=float(latency_us.mean()) if latency_us.size else float("nan"),
         max_send_lag_us=float(lag.max() / 1e3) if lag.size else 0.0,
-        server_cpu_us_per_request=cpu_s / max(1, answers.size) * 1e6,
-        wall_s=wall_s, server=metrics)
+        server_cpu_us_per_request=window.process_cpu_ns / max(1, answers.size) / 1e3,
+        wall_s=wall_s, server=metrics, probes=_probes(data, window))
+
+
+def _probes(data: dict[str, np.ndarray], window: _Window) -> ServerProbes:
+    assert window.gc is not None and window.loop is not None
+    start_ns, count = int(data["start_ns"]), max(1, int(data["answers"].size))
+    other = window.process_cpu_ns - window.loop_cpu_ns - window.model_cpu_ns
+    return ServerProbes(
+        gc=window.gc, gc_max_pause_at_ms=_since(window.gc.max_pause_at_ns, start_ns),
+        loop=window.loop, loop_max_iteration_at_ms=_since(window.loop.max_iteration_at_ns,
+                                                          start_ns),
+        cpu_us_per_request={part: ns / count / 1e3 for part, ns in (
+            ("loop", window.loop_cpu_ns), ("model threads", window.model_cpu_ns),
+            ("other", max(0, other)), ("process", window.process_cpu_ns))},
+        series=latency_series(data["sched_ns"], data["handoff_ns"], data["recv_ns"]))
+
+
+def _since(at_ns: int, start_ns: int) -> float:
+    return (at_ns - start_ns) / 1e6 if at_ns >= 0 else float("nan")
 
 
 def _by_reason(codes: np.ndarray) -> dict[str, int]:

@@ -42,6 +42,9 @@ class SimulationOptions:
     shared_device: bool = False
     """The instances share one device queue: a batch's device work starts once its host work is
     done and the device has finished every batch dispatched before it (one CUDA stream)."""
+    transport_us: float = 0.0
+    """Time each request spends outside the batcher (from the client to the queue and from its
+    batch's end back to the client): added to its latency, it occupies no instance."""
 
     def batch_time_us(self, curve: LatencyCurve, batch_size: int) -> float:
         """What a batch costs when nothing else is queued: host, device and overhead."""
@@ -108,6 +111,7 @@ class _State:
         self.done_heap: list[tuple[float, int, float, float, list[Request]]] = []
         self.curve = curve
         self.overhead_us = options.overhead_us
+        self.transport_us = options.transport_us
         self.host_curve = options.host_curve
         self.shared_device = options.shared_device
         self.device_free_us = -INF
@@ -120,7 +124,8 @@ class _State:
         while self.done_heap and self.done_heap[0][0] <= now:
             done, _, dispatch, free_us, batch = heapq.heappop(self.done_heap)
             for request in batch:
-                self.recorder.request(request.enqueue_us, free_us, dispatch, done, request.level)
+                self.recorder.request(request.enqueue_us, free_us, dispatch, done, request.level,
+                                      outside_us=self.transport_us)
             self.free.append(done)
             self.last_done_us = max(self.last_done_us, done)
             answered += len(batch)

@@ -19,6 +19,8 @@ Reply = Callable[[Any, BaseException | None], None]
 """Called in the worker thread with (result, None) or (None, error) when a batch ends."""
 
 _names = itertools.count(1)
+MODEL_THREAD_PREFIX = "aiprof-batcher-model-"
+"""Every model thread's name starts so (probes sum their CPU time by it)."""
 
 
 class ModelThread:
@@ -28,7 +30,7 @@ class ModelThread:
         self._model = model_fn
         self._jobs: queue.SimpleQueue[tuple[list[Any], Reply] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(
-            target=self._serve, name=f"aiprof-batcher-model-{next(_names)}", daemon=True
+            target=self._serve, name=f"{MODEL_THREAD_PREFIX}{next(_names)}", daemon=True
         )
         self._thread.start()
 

@@ -25,6 +25,15 @@ def bench_document(result: ServingComparison) -> dict[str, Any]:
             "errors": {point.label: errors(point) for point in points}}
 
 
+def _stack(result: ServingComparison) -> str:
+    stack = result.stack
+    if stack is None:
+        return ""
+    return (f" and {stack.transport_under_load_us:.0f} us per request of transport, measured at "
+            f"{stack.calibration_rps:,.0f} req/s (lone requests: "
+            f"{stack.handoff_alone_us:.0f} and {stack.transport_alone_us:.0f} us)")
+
+
 def render_bench(result: ServingComparison, console: Console | None = None) -> None:
     """Curve alone, loads real against simulated, the tuner's check and the overload run."""
     out = console or Console()
@@ -34,7 +43,7 @@ def render_bench(result: ServingComparison, console: Console | None = None) -> N
               f"{result.device}, {result.num_instances} instance(s) on one device queue "
               f"(simulated P99 at the highest load by instance count: "
               f"{_by_count(result.instance_p99_us)}); serving overhead "
-              f"{result.overhead_us:.0f} us per batch")
+              f"{result.overhead_us:.0f} us per batch" + _stack(result))
     if result.capture_error:
         out.print(f"CUDA graph capture failed, eager instead: {result.capture_error}")
     out.print(_loads_table(result))

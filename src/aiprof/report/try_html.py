@@ -32,7 +32,7 @@ def try_fragment(document: dict[str, Any]) -> str:
     """Heading, protocol line and the table ``fix | estimated | measured | spread | memory |
     verdict``; every string from the record is escaped."""
     protocol, base = document["protocol"], document["base"]
-    step = base.get("median_step_us")
+    step = base.get("step_time_us", base.get("median_step_us"))
     line = (f"base step {step / 1000:.3f} ms ({protocol['clock']}), " if step else "") + (
         f"{protocol['rounds']} interleaved rounds of {protocol['steps']} steps after "
         f"{protocol['warmup_steps']} warm-up, one fresh process per variant; verdict: "

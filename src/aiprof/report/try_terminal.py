@@ -79,9 +79,11 @@ def render_try(console: Console, document: dict[str, Any]) -> None:
     then what each fix did or why it was not measured, and the code changes not applied."""
     protocol, base = document["protocol"], document["base"]
     clock = {"cuda_events": "CUDA events", "host": "host clock"}.get(protocol["clock"], "?")
-    step = base["median_step_us"]
+    step = base.get("step_time_us", base["median_step_us"])
+    statistic = protocol.get("statistic", "median")
     console.print(
-        f"base step {step / 1000:.3f} ms ({clock}); " if step is not None else "no base step; ",
+        f"base step {step / 1000:.3f} ms ({statistic}, {clock}); " if step is not None
+        else "no base step; ",
         f"{protocol['rounds']} rounds x {protocol['steps']} steps after "
         f"{protocol['warmup_steps']} warm-up, one fresh process each "
         f"({document['num_processes']} processes, {document['wall_s']:.0f} s)", sep="")
@@ -106,6 +108,16 @@ def render_try(console: Console, document: dict[str, Any]) -> None:
             f"{min(gains):+.1f} .. {max(gains):+.1f}%, {noise['verdict']}; a fix whose gain "
             f"is within ±{noise['half_width_pct']:.1f}% cannot be told from the noise between "
             "fresh processes here")
+    probe = document.get("host_probe")
+    if probe and probe.get("varies"):
+        advice = ("the floor statistic drops the slowed stretches"
+                  if protocol.get("statistic") == "floor"
+                  else "--statistic floor and --min-timed-s 1 narrow the noise it adds")
+        console.print(
+            f"[yellow]the host changed speed during the trial:[/] the same pure-Python probe "
+            f"took {probe['fastest_us'] / 1000:.1f}-{probe['slowest_us'] / 1000:.1f} ms "
+            f"({probe['ratio']:.1f}x) across processes; host-bound steps carry that noise "
+            f"({advice}; docs/try.md)")
     if document.get("stopped"):
         console.print(f"[bold]stopped early:[/] {text(document['stopped'])}; the table has "
                       "what was measured")

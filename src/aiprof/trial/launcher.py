@@ -30,7 +30,8 @@ TAIL_LINES = 15
 def variant_args(spec: VariantSpec, protocol: Protocol, result_dir: Path) -> list[str]:
     """The variant module's arguments (after ``python -m aiprof.measure.fixes.variant``)."""
     args = ["--fix", spec.fix, "--warmup", str(protocol.warmup_steps),
-            "--warmup-s", f"{protocol.warmup_s:g}", "--steps", str(protocol.steps),
+            "--warmup-s", f"{protocol.warmup_s:g}", "--min-timed-s", f"{protocol.min_timed_s:g}",
+            "--steps", str(protocol.steps),
             "--result", str(result_dir), "--watch", protocol.watch]
     if protocol.steps_from:
         args += ["--steps-from", protocol.steps_from]

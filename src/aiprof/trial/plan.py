@@ -10,6 +10,7 @@ BASE = "base"
 AA = "aa"
 """The A/A variant (``--aa``): the unfixed script again, so its "gain" is process noise."""
 SPAWN_MODES = ("fork", "exec")
+STATISTICS = ("median", "floor")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,11 @@ class Protocol:
     """Steps run before timing starts (compilation, autotuning, first allocations)."""
     warmup_s: float = 0.0
     """On CUDA the warm-up also lasts at least this long (the GPU's clocks rise from idle)."""
+    min_timed_s: float = 0.0
+    """The timed steps last at least this long (more steps than ``steps`` where they are short)."""
+    statistic: str = "median"
+    """A process's step time: "median" of its timed steps, or "floor" (``stats.floor_step_us``:
+    the fastest 50 ms block, for a host whose speed varies)."""
     spawn: str = "fork"
     """"fork": variants forked from a server that imported torch once (one rank only);
     "exec": each variant a new interpreter."""
@@ -55,6 +61,11 @@ class Protocol:
                              f"there), got {self.warmup_steps}")
         if not self.warmup_s >= 0:
             raise InputError(f"--warmup-s must be >= 0 seconds, got {self.warmup_s:g}")
+        if not self.min_timed_s >= 0:
+            raise InputError(f"--min-timed-s must be >= 0 seconds, got {self.min_timed_s:g}")
+        if self.statistic not in STATISTICS:
+            raise InputError(f"--statistic must be one of {', '.join(STATISTICS)}, got "
+                             f"{self.statistic!r}")
         if self.spawn not in SPAWN_MODES:
             raise InputError(f"--spawn must be one of {', '.join(SPAWN_MODES)}, got "
                              f"{self.spawn!r}")

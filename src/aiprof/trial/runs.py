@@ -6,6 +6,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiprof.trial.stats import floor_step_us
+
 OK, NOT_APPLICABLE, FAILED, TIMEOUT, INTERRUPTED = (
     "ok", "not_applicable", "failed", "timeout", "interrupted")
 
@@ -32,6 +34,9 @@ class VariantRun:
     phases_s: dict[str, float] = field(default_factory=dict)
     """Where the process's time went (rank 0, host clock): to the first step, warm-up, timed
     steps, after the last step."""
+    host_probe_us: tuple[float, ...] = ()
+    """A fixed piece of pure-Python work timed before the script and after its last step
+    (rank 0): the host's speed as this process saw it."""
     reason: str = ""
     """Why the fix did not apply, or why the process failed."""
     tail: tuple[str, ...] = ()
@@ -43,6 +48,14 @@ class VariantRun:
     @property
     def median_step_us(self) -> float | None:
         return float(statistics.median(self.step_us)) if self.step_us else None
+
+    def step_time_us(self, statistic: str) -> float | None:
+        """The process's step time by ``statistic`` ("median" or "floor")."""
+        if not self.step_us:
+            return None
+        if statistic == "floor":
+            return floor_step_us(self.step_us)
+        return self.median_step_us
 
 
 def _peak(doc: dict[str, Any]) -> tuple[int | None, str]:
@@ -62,7 +75,8 @@ def from_rank_documents(label: str, round_index: int, docs: list[dict[str, Any]]
               "facts": dict(first.get("facts", {})), "notes": tuple(first.get("notes", ())),
               "clock": str(first.get("clock", "")),
               "warmup_steps": int(first.get("warmup_steps", 0) or 0),
-              "phases_s": dict(first.get("phases_s", {}))}
+              "phases_s": dict(first.get("phases_s", {})),
+              "host_probe_us": tuple(float(t) for t in first.get("host_probe_us", ()))}
     short = [d for d in docs if int(d.get("num_steps", 0)) < int(d.get("needed_steps", 1))]
     if short:
         doc = short[0]

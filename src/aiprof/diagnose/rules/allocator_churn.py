@@ -3,19 +3,47 @@ shapes)."""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
+
+from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.scope import is_cold
 
+CAPTURE_CHECK = re.compile(r"^(cuda|hip)StreamIsCapturing$")
+MALLOC_CALL = re.compile(r"^(cuda|hip)Malloc$")
+
+
+def slow_path_spans(ctx: Context) -> iv.Intervals:
+    """The capture checks of the caching allocator's slow path: a ``cudaStreamIsCapturing``
+    whose next runtime call on its thread is a ``cudaMalloc`` (the allocator asks whether the
+    stream is being captured before it allocates; every cudaMalloc of the H200 suite's
+    ``empty_cache`` recordings follows one within 1 µs). Without the churn there is none."""
+    rt = ctx.trace.runtime
+    if len(rt.ts_us) < 2:
+        return iv.EMPTY
+    order = np.lexsort((rt.ts_us, rt.tid))
+    check = ctx.trace.strings.mask(rt.name_id[order], CAPTURE_CHECK)[:-1]
+    malloc = ctx.trace.strings.mask(rt.name_id[order], MALLOC_CALL)[1:]
+    same = rt.tid[order][:-1] == rt.tid[order][1:]
+    pick = check & malloc & same
+    rows, mallocs = order[:-1][pick], order[1:][pick]
+    rows = rows[iv.contains(ctx.allocator.call_spans, rt.ts_us[mallocs])]  # the churn's mallocs
+    return iv.union(rt.ts_us[rows], rt.end_us[rows])
+
 
 def change(ctx: Context) -> Change | None:
-    """The malloc/free calls' CPU time removed, and cudaFree's device sync."""
+    """The malloc/free calls' CPU time (with the allocator's capture check before each malloc)
+    removed, and cudaFree's device sync."""
     al = ctx.allocator
     if al.num_mallocs + al.num_frees == 0:
         return None
-    return Change(removed_cpu=al.call_spans, unblocked=frozenset(al.free_rows.tolist()))
+    return Change(removed_cpu=iv.union_all(al.call_spans, slow_path_spans(ctx)),
+                  unblocked=frozenset(al.free_rows.tolist()))
 
 
 def find(ctx: Context) -> Finding | None:

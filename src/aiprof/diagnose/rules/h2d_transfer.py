@@ -18,7 +18,9 @@ def blocking_h2d_rows(ctx: Context) -> np.ndarray:
 
 
 def change(ctx: Context) -> Change | None:
-    """Blocking host-to-device copies made asynchronous, at the pinned bandwidth."""
+    """Blocking host-to-device copies made asynchronous, at the pinned bandwidth, and issued a
+    step ahead on a side stream (the fix named: prefetch): the compute no longer waits for
+    them, and the step lasts at least as long as they do."""
     rows = blocking_h2d_rows(ctx)
     if len(rows) == 0:
         return None
@@ -28,7 +30,8 @@ def change(ctx: Context) -> Change | None:
     if pinned_bps:
         for r in rows.tolist():
             new_dur[r] = min(float(gpu.dur_us[r]), max(float(gpu.bytes[r]), 0.0) / pinned_bps * 1e6)
-    return Change(gpu_dur_us=new_dur, unblocked=frozenset(gpu.launch_row[rows].tolist()))
+    return Change(gpu_dur_us=new_dur, unblocked=frozenset(gpu.launch_row[rows].tolist()),
+                  side_stream_rows=frozenset(int(r) for r in rows.tolist()))
 
 
 def find(ctx: Context) -> Finding | None:

@@ -3,14 +3,39 @@ op's roof."""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
+
+from aiprof.analysis.gpu_window import gpu_window
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
+PADDING_COPY = re.compile(r"AddPadding|[Pp]adding[A-Z_]?\w*Kernel")
+"""cuDNN's copy of a misaligned input into a channel-padded buffer (``nhwcAddPaddingKernel``,
+seen on every misaligned convolution of the H200 suite), run on every call."""
+
+
+def padding_rows(ctx: Context, op_rows: list[int]) -> np.ndarray:
+    """GPU ops of ``op_rows`` that only exist because the shape is misaligned: cuDNN's padding
+    copies and, in an op that has them, the memsets that zero the padded buffer."""
+    gpu = ctx.trace.gpu_ops
+    rows = gpu_window(ctx.trace).rows
+    rows = rows[np.isin(gpu.op_row[rows], np.asarray(op_rows, dtype=np.int64))]
+    if not len(rows):
+        return rows
+    names = gpu.name_id[rows]
+    pads = ctx.trace.strings.mask(names, PADDING_COPY)
+    memset = ctx.trace.strings.mask(names, re.compile(r"^Memset"))
+    padded_ops = np.unique(gpu.op_row[rows[pads]])
+    return np.asarray(rows[pads | (memset & np.isin(gpu.op_row[rows], padded_ops))])
+
 
 def change(ctx: Context) -> Change | None:
-    """Each misaligned op's kernels at the roofline time of its padded shape."""
+    """Each misaligned op's kernels at the roofline time of its padded shape, and cuDNN's
+    padding copies of its input gone (an aligned shape needs none)."""
     shapes = ctx.shapes
     if not shapes.ops:
         return None
@@ -26,6 +51,7 @@ def change(ctx: Context) -> Change | None:
         roof_us = max(op.padded_flops / peak, op.bytes_total / bandwidth) * 1e6
         scale = min(1.0, roof_us / op.kernel_us)
         new.update({int(r): float(dur[r]) * scale for r in op.kernel_rows})
+    new.update({int(r): 0.0 for r in padding_rows(ctx, [o.op_row for o in shapes.ops])})
     if not new:
         return None
     return Change(gpu_dur_us=_same_kernels(ctx, new))

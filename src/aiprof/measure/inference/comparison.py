@@ -58,6 +58,10 @@ class BenchConfig:
     warmup: int = 3
     iters: int = 20
     calibration_requests: int = 200
+    calibration_load_pct: float = 60.0
+    """The open-loop load, in percent of capacity, at which the serving stack's own costs are
+    measured for the simulator (between the loads compared, none of them; 0: lone requests)."""
+    calibration_duration_s: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -82,8 +86,12 @@ class ServingCurve:
         return LatencyCurve(batch_sizes=self.batch_sizes, latency_us=self.device_us)
 
     def host_curve(self) -> LatencyCurve:
-        return LatencyCurve(batch_sizes=self.batch_sizes,
-                            latency_us=tuple(max(h, 1e-3) for h in self.host_us))
+        """The engine's time per batch besides the device's: assembling the batch, and the
+        Python around the device work (taking the lock, queueing the copies and the replay,
+        waking from the event, reading the results), which the whole call alone holds."""
+        return LatencyCurve(batch_sizes=self.batch_sizes, latency_us=tuple(
+            max(h, w - d, 1e-3) for h, w, d in zip(self.host_us, self.wall_us, self.device_us,
+                                                   strict=True)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,11 +150,38 @@ class ServingComparison:
     batch_alone_us: float
     """A full batch's host + device + overhead time alone: the unit of the P99 bound."""
     overhead_us: float
+    """The serving stack's time per batch given to the simulator (measured under load)."""
+    stack: StackCosts | None = None
+    """The serving stack's own costs, lone requests and under load (None: older records)."""
     open_loop: tuple[LoadPoint, ...]
     closed_loop: tuple[LoadPoint, ...]
     tuner: TunerCheck | None
     overload: ServedRun | None
     overload_rps: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackCosts:
+    """What the serving stack adds to the engine, from a served run (microseconds).
+
+    ``handoff``: the batcher's time per batch (dispatch to the answer back on the loop) minus the
+    engine's own call: the trips to and from the model thread, and the loop being busy when the
+    answer comes. ``transport``: a request's latency at the client minus its latency in the
+    batcher: the socket both ways, the front end, the loop being busy when it arrives."""
+
+    handoff_alone_us: float
+    transport_alone_us: float
+    calibration_rps: float
+    """The load of the run measured under load (0: none was run)."""
+    handoff_under_load_us: float
+    transport_under_load_us: float
+
+
+def stack_costs(run: ServedRun, engine_mean_wall_us: float) -> tuple[float, float]:
+    """(handoff per batch, transport per request) of one served run."""
+    handoff = run.server.compute_mean_us - engine_mean_wall_us
+    transport = run.latency_mean_us - run.server.latency_mean_us
+    return max(0.0, handoff), max(0.0, transport)
 
 
 def _error_pct(predicted: float, measured: float) -> float:
@@ -195,15 +230,23 @@ def instance_p99_us(device: LatencyCurve, base: SimulationOptions, policy: Batch
             for k in sorted({1, max_instances})}
 
 
-def calibrate_overhead_us(engine: ServingEngine, curve: ServingCurve, policy: BatchPolicy,
-                          num_requests: int, num_instances: int) -> float:
-    """Lone requests' mean latency through the socket, minus the host and device time of one:
-    the serving stack's own time per batch (loop, threads, socket, the engine's bookkeeping)."""
-    lone = serve(engine, replace(policy, max_queue_delay_us=0.0),
-                 ClosedLoad(concurrency=1, num_requests=num_requests),
-                 num_slots=engine.num_slots, num_instances=num_instances)
-    alone = curve.host_curve()(1) + curve.device_curve()(1)
-    return float(max(0.0, lone.latency_mean_us - alone))
+def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchConfig,
+                    num_instances: int, rate_rps: float) -> tuple[float, float]:
+    """The serving stack's (handoff, transport) costs: of lone requests when ``rate_rps`` is 0,
+    else of an open-loop run at ``rate_rps`` (the engine's own time taken out, so the simulator
+    adds only what the stack costs beside it)."""
+    if rate_rps <= 0:
+        load: OpenLoad | ClosedLoad = ClosedLoad(concurrency=1,
+                                                 num_requests=config.calibration_requests)
+        policy = replace(policy, max_queue_delay_us=0.0)
+    else:
+        count = int(min(config.max_requests, max(config.min_requests,
+                                                 rate_rps * config.calibration_duration_s)))
+        load = OpenLoad(arrivals_us=tuple(poisson_arrivals(
+            rate_rps, count, seed=config.seed + 2).tolist()))
+    mark = engine.mark()
+    run = serve(engine, policy, load, num_slots=engine.num_slots, num_instances=num_instances)
+    return stack_costs(run, engine.costs_since(mark).mean_wall_us)
 
 
 def run_comparison(engine: ServingEngine, config: BenchConfig,
@@ -221,16 +264,23 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     curve = measure_alone(engine, sizes, warmup=config.warmup, iters=config.iters)
     progress(f"serving curve alone: {curve}")
     policy = BatchPolicy(max_batch_size=config.max_batch, max_queue_delay_us=config.max_delay_us)
-    overhead = calibrate_overhead_us(engine, curve, policy, config.calibration_requests, 1)
+    handoff, transport = calibrate_stack(engine, policy, config, 1, 0.0)
     device = device_curve(curve, engine, config.max_batch)
     capacity = device.capacity_rps(config.max_batch)
-    base = SimulationOptions(overhead_us=overhead, host_curve=curve.host_curve(),
-                             shared_device=True)
+    base = SimulationOptions(overhead_us=handoff, transport_us=transport,
+                             host_curve=curve.host_curve(), shared_device=True)
     by_instances = instance_p99_us(device, base, policy, engine.num_buffers,
                                    capacity * max(config.load_pcts, default=80.0) / 100, config)
     instances = int(min(by_instances, key=lambda k: by_instances[k]))
     progress(f"simulated P99 by instance count: {by_instances}; serving with {instances}")
-    sim = replace(base, num_instances=instances)
+    calibration_rps = capacity * config.calibration_load_pct / 100
+    loaded = (calibrate_stack(engine, policy, config, instances, calibration_rps)
+              if calibration_rps > 0 else (handoff, transport))
+    stack = StackCosts(handoff_alone_us=handoff, transport_alone_us=transport,
+                       calibration_rps=calibration_rps, handoff_under_load_us=loaded[0],
+                       transport_under_load_us=loaded[1])
+    progress(f"serving stack: {stack}")
+    sim = replace(base, num_instances=instances, overhead_us=loaded[0], transport_us=loaded[1])
     runner = _Runner(engine, config, device, sim, progress)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
                         for pct in config.load_pcts)
@@ -248,7 +298,7 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
         device=str(engine.device), execution=engine.execution,
         capture_error=engine.capture_error, policy=policy, num_instances=instances,
         instance_p99_us={str(k): v for k, v in by_instances.items()}, curve=curve,
-        capacity_rps=capacity, batch_alone_us=alone_us, overhead_us=overhead,
+        capacity_rps=capacity, batch_alone_us=alone_us, overhead_us=sim.overhead_us, stack=stack,
         open_loop=open_points, closed_loop=closed_points, tuner=tuner, overload=overload,
         overload_rps=overload_rps)
 

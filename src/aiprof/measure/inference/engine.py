@@ -50,6 +50,14 @@ class BatchCosts:
     """Copy in, forward, copy back (CUDA events on a GPU; the locked forward on the CPU)."""
     wall_us: tuple[float, ...]
     """The whole call, from the batcher handing the batch over to the results being ready."""
+    lock_wait_us: tuple[float, ...] = ()
+    """Waiting for the other instance to finish queueing its batch on the device."""
+    sync_wait_us: tuple[float, ...] = ()
+    """Waiting (asleep, the GIL free) for the batch's CUDA event; the locked forward on the CPU."""
+    mean_wall_us: float = float("nan")
+    """The whole call's mean over the requests (each request counts its batch's call, as the
+    batcher's ``compute_mean_us`` does): the batcher's compute time minus it is the hand-off to
+    and from the model thread."""
 
 
 @dataclass
@@ -109,7 +117,7 @@ class ServingEngine:
         self._dev_in: Any = (torch.zeros((max_batch, *row), dtype=inputs.dtype,
                                          device=self.device) if self.cuda else None)
         self._graphs: dict[int, tuple[Any, Any]] = {}
-        self._records: list[tuple[int, float, float, float]] = []
+        self._records: list[tuple[int, float, float, float, float, float]] = []
         self.execution = "eager"
         self.capture_error = ""
         if self.cuda and cuda_graphs:
@@ -121,8 +129,11 @@ class ServingEngine:
         # zeroed: the rows past a batch, up to its bucket, are computed too and must be valid
         host_in = torch.zeros((self.max_batch, *row), dtype=dtype, pin_memory=pin)
         host_out = torch.zeros(self.max_batch, dtype=torch.int32, pin_memory=pin)
-        events = ([torch.cuda.Event(enable_timing=True) for _ in range(2)] if self.cuda
-                  else [None, None])
+        # blocking: the waiting thread sleeps (cudaEventBlockingSync) instead of spinning a core
+        # (CUDA Runtime API, cudaEventCreateWithFlags); at 40% load on the H200 two spinning
+        # waits made the serving process burn 840 us of CPU per request (2026-12-01)
+        events = ([torch.cuda.Event(enable_timing=True, blocking=True) for _ in range(2)]
+                  if self.cuda else [None, None])
         return _Buffers(host_in, host_out, events[0], events[1])
 
     def _capture(self) -> None:
@@ -167,16 +178,18 @@ class ServingEngine:
             index = self._torch.tensor([slot for _, slot in payloads], dtype=self._torch.int64)
             self._torch.index_select(self.inputs, 0, index, out=buffers.host_in[:size])
             assembled = time.perf_counter_ns()
-            device_us = self._run(buffers, size)
+            device_us, lock_ns, sync_ns = self._run(buffers, size)
             values: list[int] = buffers.host_out[:size].tolist()
             done = time.perf_counter_ns()
         finally:
             self._free.put(buffers)
-        self._records.append((size, (assembled - begin) / 1e3, device_us, (done - begin) / 1e3))
+        self._records.append((size, (assembled - begin) / 1e3, device_us, (done - begin) / 1e3,
+                              (lock_ns - assembled) / 1e3, (done - sync_ns) / 1e3))
         return values
 
-    def _run(self, buffers: _Buffers, size: int) -> float:
-        """Device work of one batch; its device time in microseconds."""
+    def _run(self, buffers: _Buffers, size: int) -> tuple[float, int, int]:
+        """Device work of one batch: its device time in microseconds, when the device lock was
+        taken and when the wait for the results began (``perf_counter_ns``)."""
         torch = self._torch
         padded = self.bucket(size)
         with torch.inference_mode():
@@ -184,9 +197,10 @@ class ServingEngine:
                 with self._lock:
                     start = time.perf_counter_ns()
                     buffers.host_out[:padded].copy_(self._head(buffers.host_in[:padded]))
-                    return (time.perf_counter_ns() - start) / 1e3
+                    return (time.perf_counter_ns() - start) / 1e3, start, start
             assert self._stream is not None and self._dev_in is not None
             with self._lock, torch.cuda.stream(self._stream):  # one batch's work, in order
+                locked = time.perf_counter_ns()
                 buffers.start.record(self._stream)
                 self._dev_in[:padded].copy_(buffers.host_in[:padded], non_blocking=True)
                 if self._graphs:
@@ -196,8 +210,9 @@ class ServingEngine:
                     out = self._head(self._dev_in[:padded])
                 buffers.host_out[:padded].copy_(out, non_blocking=True)
                 buffers.end.record(self._stream)
-            buffers.end.synchronize()  # releases the GIL while the stream works
-            return float(buffers.start.elapsed_time(buffers.end)) * 1e3
+            waiting = time.perf_counter_ns()
+            buffers.end.synchronize()  # asleep, the GIL released, while the stream works
+            return float(buffers.start.elapsed_time(buffers.end)) * 1e3, locked, waiting
 
     def mark(self) -> int:
         """A position in the record of batches, for :meth:`costs_since`."""
@@ -205,14 +220,19 @@ class ServingEngine:
 
     def costs_since(self, mark: int = 0) -> BatchCosts:
         """Median host, device and wall time per batch size of the batches run since ``mark``."""
-        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 4)
+        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 6)
         sizes = sorted({int(s) for s in rows[:, 0]})
         picked = [rows[rows[:, 0] == s] for s in sizes]
+
+        def medians(column: int) -> tuple[float, ...]:
+            return tuple(float(np.median(p[:, column])) for p in picked)
+
         return BatchCosts(
             batch_sizes=tuple(sizes), num_batches=tuple(len(p) for p in picked),
-            host_us=tuple(float(np.median(p[:, 1])) for p in picked),
-            device_us=tuple(float(np.median(p[:, 2])) for p in picked),
-            wall_us=tuple(float(np.median(p[:, 3])) for p in picked))
+            host_us=medians(1), device_us=medians(2), wall_us=medians(3),
+            lock_wait_us=medians(4), sync_wait_us=medians(5),
+            mean_wall_us=(float(np.average(rows[:, 3], weights=rows[:, 0])) if rows.size
+                          else float("nan")))
 
 
 def registered_inputs(make_input: Callable[[int], Any], num_slots: int, dtype: Any = None) -> Any:
