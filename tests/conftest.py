@@ -9,8 +9,12 @@ shipped skips (``require``).
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import signal
+import tempfile
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -48,12 +52,47 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its order is the work queue's
+        _files_with_cpu_hogs_first(items)
     if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+TESTS_LOCK = Path(tempfile.gettempdir()) / (
+    "aiprof-tests-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:12] + ".lock"
+)
+"""One lock file per checkout, shared by the pytest-xdist workers of a run."""
+
+
+def _files_with_cpu_hogs_first(items: list[pytest.Item]) -> None:
+    """The files holding a ``cpu_hog`` test (the longest: 7-30 s each serially) are handed out
+    first, so that no worker is left running one while the other has nothing to do; the rest
+    keep their order (``--dist loadfile --no-loadscope-reorder`` hands files out in this order)."""
+    heavy = {item.path for item in items if "cpu_hog" in item.keywords}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: same order within each part
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    """Under pytest-xdist (``-n``) a ``timing`` test never runs beside a ``cpu_hog`` test or
+    another ``timing`` test: it holds an exclusive lock for its setup, call and teardown, a
+    ``cpu_hog`` test a shared one (hogs may run beside each other). A timing test so has the
+    core it has in a serial run, while ordinary tests (one process each) run on the other
+    worker. POSIX record locks (``lockf``) belong to the worker process: a child it forks does
+    not inherit them, so no process left behind can hold one. Serial runs: never contended."""
+    if "timing" in item.keywords:
+        mode = fcntl.LOCK_EX
+    elif "cpu_hog" in item.keywords:
+        mode = fcntl.LOCK_SH
+    else:
+        return (yield)
+    with TESTS_LOCK.open("a+") as handle:  # closing it releases the lock
+        fcntl.lockf(handle, mode)
+        return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ from capture_helpers import raw_trace
 from aiprof.cli.main import main
 from aiprof.record.runrecord import load_run, read_meta
 
+pytestmark = pytest.mark.cpu_hog
+
 pytest.importorskip("torch")
 
 

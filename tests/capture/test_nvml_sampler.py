@@ -96,6 +96,7 @@ def test_static_specs_and_versions():
     assert driver_versions(handle)["driver"] == "570.86.15"
 
 
+@pytest.mark.timing
 def test_thread_samples_at_the_requested_rate(tmp_path):
     handle = open_nvml(FakeNvml([FakeGpu()])).handle
     assert handle is not None

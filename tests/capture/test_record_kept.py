@@ -101,6 +101,7 @@ def test_job_status_rules(status, codes, received, expected):
     assert job_status(status, codes, received) == expected
 
 
+@pytest.mark.cpu_hog
 def test_nproc_job_exits_with_the_failing_ranks_status(tmp_path, workload):
     done = subprocess.run(
         [sys.executable, "-m", "aiprof.cli.main", "run", "--out", str(tmp_path / "runs"),
@@ -110,6 +111,7 @@ def test_nproc_job_exits_with_the_failing_ranks_status(tmp_path, workload):
     assert read_meta((tmp_path / "runs" / "latest").resolve()).world_size == 2
 
 
+@pytest.mark.cpu_hog
 @pytest.mark.slow
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_nproc_job_passes_on_sigterm_and_ctrl_c(tmp_path, workload, signum, expected):

@@ -57,6 +57,7 @@ def test_module_form_and_latest_link(tmp_path, workload, monkeypatch):
     assert read_meta(record).command[:3] == ("python", "-m", "train_loop")
 
 
+@pytest.mark.timing
 def test_duration_mode_for_inference_without_optimizer(tmp_path, workload):
     code, record = run(tmp_path, "--duration", "0.4", "--", "python",
                        workload("infer_loop.py"), "1.5")
@@ -70,6 +71,7 @@ def test_duration_mode_for_inference_without_optimizer(tmp_path, workload):
     assert read_meta(record).capture["mode"] == "duration"
 
 
+@pytest.mark.timing
 def test_delay_moves_the_window_after_the_script_start(tmp_path, workload):
     code, record = run(tmp_path, "--duration", "0.3", "--delay", "0.5", "--no-memory",
                        "--", "python", workload("infer_loop.py"), "2.0")

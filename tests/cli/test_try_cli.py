@@ -17,6 +17,8 @@ import pytest
 from aiprof.cli.main import main
 from aiprof.trial.catalog import CODE_CHANGES
 
+pytestmark = pytest.mark.cpu_hog
+
 WORKLOADS = Path(__file__).resolve().parents[1] / "trial" / "workloads"
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "capture"

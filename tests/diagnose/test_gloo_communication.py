@@ -13,6 +13,8 @@ from tests.support.gloo import run_ranks
 
 from aiprof.diagnose import diagnose
 
+pytestmark = pytest.mark.cpu_hog
+
 WORKER = Path(__file__).with_name("gloo_allreduce_worker.py")
 RECORDED = Path(__file__).parents[1] / "data" / "diagnose" / "gloo_allreduce_2rank"
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from tests.conftest import REAL_TRACES
 
 from aiprof import load_trace, load_traces
 from aiprof.analysis.breakdown import gpu_busy_pct
-from aiprof.diagnose import DiagnoseOptions, diagnose
+from aiprof.diagnose import DiagnoseOptions, Diagnosis, diagnose
 from aiprof.diagnose.rules import CATEGORIES, HOST_SIDE
 
 TESTS = Path(__file__).parents[1]
@@ -22,6 +24,18 @@ H200 = sorted((TESTS / "data" / "h200").glob("*.trace.json.gz")) + [
 ]
 SUITE = TESTS / "data" / "diagnose"
 LABELS = SUITE / "labels.json"
+
+
+@cache
+def _diagnosed(path: Path) -> Diagnosis:
+    """One diagnosis (frozen results) per trace for this module: several checks read each."""
+    return diagnose(path)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_the_diagnoses() -> Iterator[None]:
+    yield
+    _diagnosed.cache_clear()  # the traces they hold are not kept past this module
 
 
 @pytest.mark.parametrize(
@@ -77,7 +91,7 @@ def _case(case: dict[str, object]) -> object:
 @needs_suite
 @pytest.mark.parametrize("case", [_case(c) for c in PLANTED])
 def test_top_finding_is_the_planted_cause(case: dict[str, object]) -> None:
-    _assert_top_finding(diagnose(SUITE / str(case["trace"])), case)
+    _assert_top_finding(_diagnosed(SUITE / str(case["trace"])), case)
 
 
 def _assert_top_finding(result: object, case: dict[str, object]) -> None:
@@ -90,7 +104,7 @@ def _assert_top_finding(result: object, case: dict[str, object]) -> None:
 def test_estimated_gain_within_30_pct_of_measured(case: dict[str, object]) -> None:
     """Each trace carries the unprofiled step times its capture measured (aiprof.profile):
     the profiler's cost is fitted to them, as for any ``aiprof run`` record."""
-    _assert_within_30_pct(diagnose(SUITE / str(case["trace"])), case)
+    _assert_within_30_pct(_diagnosed(SUITE / str(case["trace"])), case)
 
 
 def _assert_within_30_pct(result: object, case: dict[str, object]) -> None:
@@ -130,12 +144,12 @@ def _more_cases(check: str) -> list[object]:
 
 @pytest.mark.parametrize("case", _more_cases("top"))
 def test_top_finding_in_the_other_recordings(case: dict[str, object]) -> None:
-    _assert_top_finding(diagnose(case["path"]), case)  # type: ignore[arg-type]
+    _assert_top_finding(_diagnosed(case["path"]), case)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("case", _more_cases("gain"))
 def test_gain_within_30_pct_in_the_other_recordings(case: dict[str, object]) -> None:
-    _assert_within_30_pct(diagnose(case["path"]), case)  # type: ignore[arg-type]
+    _assert_within_30_pct(_diagnosed(case["path"]), case)  # type: ignore[arg-type]
 
 
 @needs_suite
@@ -143,7 +157,7 @@ def test_healthy_suite_case_has_no_host_side_finding() -> None:
     for case in _suite_cases():
         if case["category"] != "none":
             continue
-        result = diagnose(SUITE / str(case["trace"]))
+        result = _diagnosed(SUITE / str(case["trace"]))
         worst = max((f.estimated_gain_pct for f in result.findings
                      if f.category in HOST_SIDE - {"cpu_bound"}), default=0.0)
         assert worst <= 5.0
@@ -162,7 +176,7 @@ def test_gpu_bound_resnet50_run_has_no_host_side_finding_at_all() -> None:
 def test_healthy_suite_case_not_even_cpu_bound() -> None:
     for case in _suite_cases():
         if case["category"] == "none":
-            result = diagnose(SUITE / str(case["trace"]))
+            result = _diagnosed(SUITE / str(case["trace"]))
             assert all(f.estimated_gain_pct <= 5.0 for f in result.findings
                        if f.category in HOST_SIDE)
 
@@ -184,7 +198,7 @@ def test_trace_set_merges_ranks_and_finds_the_straggler() -> None:
 @pytest.mark.parametrize("case", [_case(c) for c in _suite_cases()])
 def test_findings_are_sorted_by_estimated_gain(case: dict[str, object]) -> None:
     """The JSON contract: sorted by ``estimated_gain_pct``, no other reordering."""
-    gains = [f["estimated_gain_pct"] for f in diagnose(SUITE / str(case["trace"])).document()[
+    gains = [f["estimated_gain_pct"] for f in _diagnosed(SUITE / str(case["trace"])).document()[
         "findings"]]
     assert gains == sorted(gains, reverse=True)
 
@@ -203,7 +217,7 @@ def _recordings(folder: Path) -> list[object]:
 def test_syncs_outrank_cuda_graphs_while_graphs_cannot_capture_them(case: dict) -> None:
     """Every recording of the .item() case: host_sync first by its gain; cpu_bound counts only
     what graphs add once the syncs are gone (the step is then GPU-bound: little)."""
-    result = diagnose(case["path"])
+    result = _diagnosed(case["path"])
     assert result.findings[0].category == "host_sync"
     graphs = next((f for f in result.findings if f.category == "cpu_bound"), None)
     if graphs is not None:
@@ -214,7 +228,7 @@ def test_syncs_outrank_cuda_graphs_while_graphs_cannot_capture_them(case: dict) 
 @pytest.mark.parametrize("case", _recordings(CAPTURED))
 def test_item_case_in_fresh_processes_within_30_pct(case: dict) -> None:
     """Eight more captures of the .item() case, each with its capture's own unprofiled timing."""
-    result = diagnose(case["path"])
+    result = _diagnosed(case["path"])
     assert result.profiler.source == "fitted"
     _assert_within_30_pct(result, case)
 

@@ -71,6 +71,7 @@ def test_comm_bench_bad_input(capsys, tmp_path):
     )
 
 
+@pytest.mark.cpu_hog
 def test_comm_bench_two_gloo_ranks_under_torchrun(tmp_path, capsys):
     torchrun = shutil.which("torchrun") or pytest.skip("torchrun not installed")
     out = tmp_path / "bench.json"
@@ -142,6 +143,7 @@ def test_comm_bench_two_gloo_ranks_under_torchrun(tmp_path, capsys):
     assert model["link"]["name"] == "measured" and model["algorithm"].startswith("ring")
 
 
+@pytest.mark.cpu_hog
 @pytest.mark.slow
 def test_comm_bench_spawns_its_own_processes(capsys):
     code = main(

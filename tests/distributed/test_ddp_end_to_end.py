@@ -12,6 +12,8 @@ import pytest
 
 from aiprof.cli.main import main
 
+pytestmark = pytest.mark.cpu_hog
+
 WORKER = Path(__file__).with_name("ddp_worker.py")
 
 

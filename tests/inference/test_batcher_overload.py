@@ -162,6 +162,7 @@ def check_overload(result: dict[str, Any], faults: bool) -> None:
         assert result["served_rps"] >= 0.9 * 16 / (m.compute_mean_us / 1e6)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("faults", [False, True])
 def test_wall_clock_overload_for_5_s(faults):
     check_overload(run_overload(5.0, faults), faults)

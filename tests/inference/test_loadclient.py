@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from aiprof.inference.loadclient import _mark_answers, warm_up
 from aiprof.inference.wire import OK, REJECTED, RESPONSE
@@ -44,6 +45,7 @@ def test_warm_up_leaves_no_state_behind():
     warm_up()  # twice: it holds nothing
 
 
+@pytest.mark.timing
 def test_after_warm_up_the_first_answers_cost_no_first_call_stop():
     code = (
         "import time, numpy as np\n"

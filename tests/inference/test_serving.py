@@ -20,6 +20,8 @@ from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.serving import ClosedLoad, OpenLoad, serve
 from aiprof.inference.wire import REASONS, REQUEST, RESPONSE, RecordReader, encode_requests
 
+pytestmark = pytest.mark.timing
+
 CAPACITY_RPS = 2 * 8 / 4e-3
 
 

@@ -116,6 +116,7 @@ SPLIT = (
 )
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_multi_file_read_ends_at_once_and_leaves_nothing(
     ranks: Path, tmp_path: Path, signum: int, code: int

@@ -19,6 +19,8 @@ from aiprof.trace import parcel, split
 
 from .same_tables import assert_same_tables
 
+pytestmark = pytest.mark.cpu_hog
+
 
 def _events(count: int, name: str = "aten::add") -> list[dict[str, object]]:
     events: list[dict[str, object]] = []

@@ -54,6 +54,7 @@ def _bomb(path: Path, inflated_bytes: int, block: bytes) -> Path:
 EVENT = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1,"args":{}},'
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize(
     "block",

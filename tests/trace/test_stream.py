@@ -25,6 +25,8 @@ from aiprof.errors import InputError
 from aiprof.record.targets import load_traces, stream_traces
 from aiprof.trace.stream import TraceStream, rank_peak_bytes
 
+pytestmark = pytest.mark.cpu_hog
+
 SAMPLED = [EXAMPLES / "trace_filter" / f"sampled_rank-{r}.json.gz" for r in (0, 1)]
 BASE_NS = 1_682_725_898_000_000_000
 

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from trial_helpers import env, read, start_variant, variant_command
 
+pytestmark = pytest.mark.cpu_hog
+
 FIXES = ("none", "tf32", "bf16", "cudnn_benchmark", "channels_last", "dataloader",
          "fused_optimizer", "no_empty_cache", "expandable_segments")
 

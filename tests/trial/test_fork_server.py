@@ -25,6 +25,8 @@ from aiprof.trial.launcher import launch
 from aiprof.trial.plan import Protocol, VariantSpec
 from aiprof.trial.runs import FAILED, OK, TIMEOUT, VariantRun
 
+pytestmark = pytest.mark.cpu_hog
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
@@ -66,6 +68,7 @@ def test_each_child_draws_fresh_random_numbers(server: ForkServer, tmp_path: Pat
     assert first["python_random"] != second["python_random"]
 
 
+@pytest.mark.timing
 def test_a_variant_past_its_timeout_is_ended_with_its_session(server: ForkServer,
                                                              tmp_path: Path) -> None:
     pids = tmp_path / "pids"

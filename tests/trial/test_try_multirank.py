@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from trial_helpers import WORKLOADS, env
 
+pytestmark = pytest.mark.cpu_hog
+
 
 @pytest.mark.slow
 def test_two_gloo_ranks_report_the_slowest_rank(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ def test_ranks_of_a_job_count_steps_not_seconds() -> None:
     assert steps_until_stop(s, 0.0) == 5
 
 
+@pytest.mark.timing
 def test_the_host_probe_times_real_work() -> None:
     first, second = host_probe_us(), host_probe_us()
     assert first > 100.0 and second > 100.0  # 200,000 Python iterations are not free

@@ -23,6 +23,8 @@ from aiprof.cli.main import main
 from aiprof.record.targets import load_traces
 from aiprof.trace import Trace
 
+pytestmark = pytest.mark.cpu_hog
+
 WORKER = Path(__file__).with_name("gloo_two_phase_worker.py")
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
