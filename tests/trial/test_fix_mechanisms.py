@@ -1,8 +1,9 @@
 """Each fix takes effect in a real variant process running a real (unmodified) script.
 
 GIVEN the observe workload (conv + DataLoader + Adam + empty_cache), WHEN it runs under
-``aiprof.measure.fixes.variant --fix NAME``, THEN the script itself sees the change.
-The variants run at once (one process each) in a module fixture.
+``aiprof.measure.fixes.variant --fix NAME`` as ``aiprof try`` starts it (forked from one fork
+server; ``cudnn_benchmark`` and ``expandable_segments`` by exec), THEN the script itself sees
+the change. The variants run once, in a module fixture.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trial_helpers import env, read, start_variant, variant_command
+from trial_helpers import WORKLOADS, env, read, start_variant, variant_command
+
+from aiprof.trial.forkserver import ForkServer, preload_names
+from aiprof.trial.launcher import launch
+from aiprof.trial.plan import Protocol, VariantSpec
+from aiprof.trial.runs import FAILED, TIMEOUT
 
 pytestmark = pytest.mark.cpu_hog
 
@@ -25,10 +31,23 @@ FIXES = ("none", "tf32", "bf16", "cudnn_benchmark", "channels_last", "dataloader
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, Any],
                                                                       dict[str, Any]]]:
     root = tmp_path_factory.mktemp("fixes")
-    processes = {fix: start_variant(fix, root / fix) for fix in FIXES}
-    for fix, process in processes.items():
-        assert process.wait(timeout=300) == 0, (root / fix / "log").read_text()
-    return {fix: read(root / fix) for fix in FIXES}
+    script = str(WORKLOADS / "observe.py")
+    forks = ForkServer(preload_names([(script,)]), env(), root / "forkserver.log")
+    out = {}
+    try:
+        for fix in FIXES:
+            folder = root / fix
+            folder.mkdir()
+            spec = VariantSpec(fix, fix, (script, str(folder / "observed.json")))
+            run = launch(spec, 0, Protocol(rounds=1, steps=2, warmup_steps=3, timeout_s=300),
+                         folder, environ=env(), server=forks)
+            assert run.status not in (FAILED, TIMEOUT), (fix, run.reason, run.tail)
+            observed = json.loads((folder / "observed.json").read_text())
+            out[fix] = (observed, json.loads((folder / f"r0-{fix}" / "rank0.json").read_text()))
+    finally:
+        forks.close()
+    assert not forks.serves("cudnn_benchmark") and forks.serves("tf32")
+    return out
 
 
 def test_base_changes_nothing(runs: dict[str, Any]) -> None:
