@@ -7,10 +7,10 @@ import pickle
 
 import numpy as np
 import pytest
+from tests.support.kineto_synth import TraceBuilder
 
 from aiprof.trace import load_trace, narrow
 from aiprof.trace.build import BuiltPart, TableBuilder
-from tests.support.kineto_synth import TraceBuilder
 
 I4_MAX = int(np.iinfo(np.int32).max)
 
