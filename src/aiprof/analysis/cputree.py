@@ -69,19 +69,16 @@ def span_tree(tid: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray) -> SpanTre
     n = len(ts_us)
     if n == 0:
         return SpanTree(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    end = ts_us + dur_us
-    # point events: 0 = end of a span with length, 1 = start, 2 = end of an empty span
-    times = np.concatenate([ts_us, end])
-    kind = np.concatenate([np.ones(n), np.where(dur_us > 0, 0, 2)])
-    threads = np.concatenate([tid, tid])
-    longer_first = np.concatenate([-dur_us, np.zeros(n)])
-    order = np.lexsort((longer_first, kind, times, threads))
-    step = np.where(order < n, 1, -1)
-    open_before = np.cumsum(step) - step  # every thread's spans close before the next's
-    position = np.empty(n, np.int64)
+    order = _point_order(tid, ts_us, dur_us)
     starts = order < n
+    step = np.where(starts, np.int8(1), np.int8(-1))
+    open_before = np.cumsum(step) - step  # every thread's spans close before the next's
+    del step
+    position = np.empty(n, np.int64)
     position[order[starts]] = np.flatnonzero(starts)
+    del order, starts
     depth = open_before[position]
+    del open_before
     parent = np.full(n, -1, np.int64)
     for level in range(1, int(depth.max()) + 1):
         children = np.flatnonzero(depth == level)
@@ -94,6 +91,19 @@ def span_tree(tid: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray) -> SpanTre
         ok = (k >= 0) & (tid[found] == tid[children])
         parent[children[ok]] = found[ok]
     return SpanTree(parent, depth)
+
+
+def _point_order(tid: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
+    """The order of the spans' start and end points: by thread, time, kind, longer first.
+
+    Point kinds: 0 = end of a span with length, 1 = start, 2 = end of an empty span (one
+    byte each: the sort keys die here, before the tree is built)."""
+    n = len(ts_us)
+    times = np.concatenate([ts_us, ts_us + dur_us])
+    kind = np.concatenate([np.ones(n, np.int8), np.where(dur_us > 0, 0, 2).astype(np.int8)])
+    threads = np.concatenate([tid, tid])
+    longer_first = np.concatenate([-dur_us, np.zeros(n)])
+    return np.lexsort((longer_first, kind, times, threads))
 
 
 def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

@@ -80,7 +80,7 @@ def build_graph(trace: Trace, lo_us: float, hi_us: float) -> Graph:
     names = np.concatenate([ops.name_id[op_rows], calls.name_id[call_rows], gpu.name_id[gpu_rows]])
     tid = np.concatenate([ops.tid[op_rows], calls.tid[call_rows]])
     pid = np.concatenate([ops.pid[op_rows], calls.pid[call_rows]])
-    stream_key = gpu.device[gpu_rows] * (1 << 32) + gpu.stream[gpu_rows]
+    stream_key = gpu.device[gpu_rows].astype(np.int64) * (1 << 32) + gpu.stream[gpu_rows]
     stream = np.concatenate([np.full(num_cpu, -1), gpu.stream[gpu_rows]])
     call_event = np.full(len(calls), -1)
     call_event[call_rows] = len(op_rows) + np.arange(len(call_rows))
@@ -145,7 +145,7 @@ def _stream_waits(trace: Trace, gpu_rows: np.ndarray, stream_key: np.ndarray) ->
     for i, w, r in zip(wait, wait_call, record_call, strict=True):  # one per wait call
         if w < 0 or r < 0:
             continue
-        device = syncs.device[i]
+        device = np.int64(syncs.device[i])
         recording = np.flatnonzero((stream_key == device * (1 << 32) + syncs.wait_on_stream[i])
                                    & (launch_ts < calls.ts_us[r]))
         waiting = np.flatnonzero((stream_key == device * (1 << 32) + syncs.stream[i])
@@ -193,7 +193,7 @@ def _queue_at(trace: Trace, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
     gpu = trace.gpu_ops
     rows = np.flatnonzero((gpu.launch_row >= 0) & trace.strings.mask(
         gather(trace.runtime.name_id, gpu.launch_row, 0), HTA_LAUNCHES))
-    key = gpu.device[rows] * (1 << 32) + gpu.stream[rows]
+    key = gpu.device[rows].astype(np.int64) * (1 << 32) + gpu.stream[rows]
     times = np.concatenate([trace.runtime.ts_us[gpu.launch_row[rows]], gpu.ts_us[rows]])
     keys = np.concatenate([key, key])
     delta = np.concatenate([np.ones(len(rows)), -np.ones(len(rows))])
@@ -221,7 +221,7 @@ def _sync_edges(trace: Trace, gpu_rows: np.ndarray, num_cpu: int, stream_key: np
     for i in np.flatnonzero(waiter >= 0):  # few: one per synchronizing call
         sync_end = syncs.ts_us[i] + syncs.dur_us[i]
         if names[i] == "Stream Sync" or names[i] == "Context Sync":
-            same = (stream_key == syncs.device[i] * (1 << 32) + syncs.stream[i]) | (
+            same = (stream_key == np.int64(syncs.device[i]) * (1 << 32) + syncs.stream[i]) | (
                 names[i] == "Context Sync")
             for key in np.unique(stream_key[same & (start <= sync_end)]):
                 mine = np.flatnonzero((stream_key == key) & (start <= sync_end))

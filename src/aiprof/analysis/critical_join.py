@@ -112,7 +112,7 @@ def _host_links(trace: Trace, g: Graph, ts: np.ndarray, dur: np.ndarray,
     issuer = issuers[at[has]]
     issuer_end = ts[issuer] + dur[issuer]
     overlaps = issuer_end > ts[coll]
-    thread = ops.pid[op_rows] * (1 << 32) + ops.tid[op_rows]
+    thread = ops.pid[op_rows].astype(np.int64) * (1 << 32) + ops.tid[op_rows]
     order = np.lexsort((-dur[: g.num_ops], ts[: g.num_ops], thread))  # thread, start, outer first
     wait_src, wait_dst = [], []
     for c, i, after in zip(coll.tolist(), issuer.tolist(),

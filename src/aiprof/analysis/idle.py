@@ -57,7 +57,7 @@ def stream_idle(trace: Trace, kernel_wait_max_us: float = 20.0) -> IdleResult:
     rows = win.rows
     launch = launch_ts_us(trace, rows)
     streams, queued_gaps = [], []
-    keys = ops.device[rows] * (1 << 32) + ops.stream[rows]
+    keys = ops.device[rows].astype(np.int64) * (1 << 32) + ops.stream[rows]
     for key in np.unique(keys):
         mine = keys == key
         start, end = ops.ts_us[rows][mine], ops.end_us[rows][mine]

@@ -83,7 +83,7 @@ def memory_by_op(trace: Trace) -> MemoryView:
     ts, nbytes, addr = mem.ts_us[order], mem.bytes[order], mem.addr[order]
     names = _owner_names(trace, order)
     devices = []
-    keys = mem.device_type[order] * (1 << 32) + (mem.device_id[order] + 1)
+    keys = mem.device_type[order].astype(np.int64) * (1 << 32) + (mem.device_id[order] + 1)
     for key in np.unique(keys):
         mine = keys == key
         devices.append(_device(trace, int(key >> 32), int(key & 0xFFFFFFFF) - 1, ts[mine],

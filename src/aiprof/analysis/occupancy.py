@@ -14,6 +14,7 @@ import numpy as np
 
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.errors import AiprofError
+from aiprof.gpu.kernel_occupancy import LIMITER_NAMES
 from aiprof.gpu.trace_occupancy import trace_kernel_occupancy
 from aiprof.trace import Trace
 
@@ -56,8 +57,9 @@ def occupancy_pass(trace: Trace) -> OccupancyResult:
         else float("nan")
     )
     limiters: dict[str, float] = {}
-    for name in np.unique(occ.limiter[rows]):
-        limiters[str(name)] = float(dur[occ.limiter[rows] == name].sum())
+    codes = occ.limiter_code[rows]
+    for code in sorted(np.unique(codes).tolist(), key=LIMITER_NAMES.__getitem__):
+        limiters[LIMITER_NAMES[code]] = float(dur[codes == code].sum())
     return OccupancyResult(
         supported=True,
         num_sms=occ.num_sms,

@@ -109,7 +109,8 @@ def op_view(trace: Trace, *, by_shape: bool = False) -> OpView:
     shapes = spans.shapes_id if by_shape else np.full(len(spans.name_id), -1)
     if len(shapes) == 0:
         return OpView(trace.rank, trace.path, by_shape, [])
-    keys = (spans.name_id * len(KINDS) + spans.kind) * (int(shapes.max()) + 2) + shapes + 1
+    name_id = spans.name_id.astype(np.int64)  # int32 columns: the key needs 64 bits
+    keys = (name_id * len(KINDS) + spans.kind) * (int(shapes.max()) + 2) + shapes + 1
     unique_keys, first, group = np.unique(keys, return_index=True, return_inverse=True)
     distinct = np.stack([spans.name_id[first], spans.kind[first], shapes[first]], axis=1)
     count = np.bincount(group)

@@ -175,7 +175,7 @@ def _coverage(window: iv.Intervals, at: np.ndarray) -> np.ndarray:
 
 
 def _keys(device: np.ndarray, stream: np.ndarray) -> np.ndarray:
-    return np.asarray(device * (1 << 32) + stream)
+    return np.asarray(np.asarray(device, dtype=np.int64) * (1 << 32) + stream)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

@@ -11,6 +11,7 @@ kernels by their op's External id, with the same result on NCCL traces.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,7 @@ def step_breakdown(trace: Trace) -> StepBreakdown:
     totals: dict[str, float] = {}
     for category, covered in _category_spans(trace):
         mine = iv.subtract(iv.intersect(covered, window), claimed)
+        del covered
         totals[category] = iv.length(mine)
         claimed = iv.union_all(claimed, mine)
     totals["other"] = max(0.0, iv.length(window) - iv.length(claimed))
@@ -67,7 +69,9 @@ def step_breakdown(trace: Trace) -> StepBreakdown:
     return StepBreakdown({c: totals[c] / steps for c in CATEGORIES}, len(trace.steps))
 
 
-def _category_spans(trace: Trace) -> list[tuple[str, iv.Intervals]]:
+def _category_spans(trace: Trace) -> Iterator[tuple[str, iv.Intervals]]:
+    """Each category's spans in priority order, built one at a time (a trace's every span
+    set at once would hold several copies of its spans)."""
     comm_kernels = communication_kernels(trace)
     ann, ops = trace.annotations, trace.cpu_ops
 
@@ -77,26 +81,18 @@ def _category_spans(trace: Trace) -> list[tuple[str, iv.Intervals]]:
     ann_loader, ops_loader = masks(DATALOADER)
     ann_comm, ops_comm = masks(CPU_COMMUNICATION)
     ann_step, ops_step = masks(PROFILER_STEP)
-    return [
-        ("kernel", spans(trace.kernels, ~comm_kernels)),
-        ("memcpy", spans(trace.memcpy)),
-        ("memset", spans(trace.memset)),
-        (
-            "communication",
-            iv.union_all(
-                spans(trace.kernels, comm_kernels), spans(ann, ann_comm), spans(ops, ops_comm)
-            ),
-        ),
-        ("runtime", spans(trace.runtime)),
-        ("dataloader", iv.union_all(spans(ann, ann_loader), spans(ops, ops_loader))),
-        (
-            "cpu_exec",
-            iv.union_all(
-                spans(ann, ~(ann_loader | ann_comm | ann_step)),
-                spans(ops, ~(ops_loader | ops_comm | ops_step)),
-            ),
-        ),
-    ]
+    yield "kernel", spans(trace.kernels, ~comm_kernels)
+    yield "memcpy", spans(trace.memcpy)
+    yield "memset", spans(trace.memset)
+    yield "communication", iv.union_all(
+        spans(trace.kernels, comm_kernels), spans(ann, ann_comm), spans(ops, ops_comm)
+    )
+    yield "runtime", spans(trace.runtime)
+    yield "dataloader", iv.union_all(spans(ann, ann_loader), spans(ops, ops_loader))
+    yield "cpu_exec", iv.union_all(
+        spans(ann, ~(ann_loader | ann_comm | ann_step)),
+        spans(ops, ~(ops_loader | ops_comm | ops_step)),
+    )
 
 
 def in_window(ts_us: np.ndarray, window: iv.Intervals) -> np.ndarray:

@@ -53,7 +53,7 @@ def step_timeline(trace: Trace) -> StepTimeline:
                                              len(trace.kernels) + len(trace.memcpy)]),
                                    np.arange(len(gpu)), side="right")
     cpu_lane = [f"thread {t}" for t in _tids(trace)]
-    stream_keys = gpu.device * (1 << 32) + gpu.stream
+    stream_keys = gpu.device.astype(np.int64) * (1 << 32) + gpu.stream
     streams, stream_index = np.unique(stream_keys, return_inverse=True)
     lanes = cpu_lane + [f"GPU {int(k >> 32)} stream {int(k & 0xFFFFFFFF)}" for k in streams]
     ts = np.concatenate([forest.ts_us[shallow], gpu.ts_us])

@@ -12,6 +12,7 @@ from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
 from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
 from aiprof.trace import Trace
 from aiprof.trace.links import gather
+from aiprof.trace.narrow import narrow
 
 DEFAULT_LATENCY_US = 2.0
 """Launch call's return to the op's start when the trace has no launch at all to measure it
@@ -40,11 +41,10 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     issue_start = np.where(launched, gather(rt.ts_us, ops.launch_row[rows], start), start)
     issue_end = np.where(launched, gather(rt.end_us, ops.launch_row[rows], start), start)
     issue_id = np.where(launched, ops.launch_row[rows], -2 - rows)
-    blocking_rows = set(syncs.gpu_row[syncs.gpu_row >= 0].tolist())
-    blocking = np.array([r in blocking_rows for r in rows.tolist()], dtype=bool)
+    blocking = np.isin(rows, syncs.gpu_row[syncs.gpu_row >= 0])
     launch_kind = np.where(blocking, BLOCKING_LAUNCH, LAUNCH).astype(np.int64)
     sync_calls = np.concatenate([syncs.call_row[syncs.gpu_row < 0], allocator.free_rows])
-    keys = ops.device[rows] * (1 << 32) + ops.stream[rows]
+    keys = ops.device[rows].astype(np.int64) * (1 << 32) + ops.stream[rows]
     unique_keys, stream = np.unique(keys, return_inverse=True)
     submitted = np.where(blocking, issue_start, issue_end)
     op_kind = _op_kind(trace, rows)
@@ -53,16 +53,20 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     kind = np.concatenate([launch_kind, np.full(len(sync_calls), SYNC)])
     cpu_start = np.concatenate([issue_start, rt.ts_us[sync_calls]])
     order = np.argsort(cpu_start, kind="stable")
-    kind, cpu_start = kind[order], cpu_start[order]
+    kind, cpu_start = narrow(kind[order]), cpu_start[order]
     cpu_end = np.concatenate([issue_end, rt.end_us[sync_calls]])[order]
-    gpu_row = np.concatenate([rows, np.full(len(sync_calls), -1)])[order]
-    stream = np.concatenate([stream, np.full(len(sync_calls), -1)])[order]
+    gpu_row = narrow(np.concatenate([rows, np.full(len(sync_calls), -1)])[order])
+    stream = narrow(np.concatenate([stream, np.full(len(sync_calls), -1)])[order])
     gap = np.concatenate([gaps[op_kind], np.zeros(len(sync_calls))])[order]
     submit = np.concatenate([submitted, rt.end_us[sync_calls]])[order]
+    sync_id = narrow(np.concatenate([issue_id, sync_calls])[order])
+    gpu_dur = np.concatenate([ops.dur_us[rows], np.zeros(len(sync_calls))])[order]
+    del issue_start, issue_end, issue_id, submitted, launch_kind, blocking, launched, keys, order
     is_op = gpu_row >= 0
     gpu_start = np.where(is_op, ops.ts_us[np.maximum(gpu_row, 0)], np.nan)
     gpu_end = np.where(is_op, ops.end_us[np.maximum(gpu_row, 0)], np.nan)
     after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, submit, latency, gap)
+    del gpu_start, submit
     wait_ptr, wait_idx = sync_waits(is_op, kind == SYNC, stream, gpu_end, cpu_end)
     own = _own_call_us(kind, cpu_start, cpu_end, gpu_end, wait_ptr, wait_idx)
     own, delay = _host_time_before_copies(kind, after, own, delay)
@@ -73,13 +77,13 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
         cpu_end_us=cpu_end,
         gpu_row=gpu_row,
         stream=stream,
-        gpu_dur_us=np.concatenate([ops.dur_us[rows], np.zeros(len(sync_calls))])[order],
-        after=after,
+        gpu_dur_us=gpu_dur,
+        after=narrow(after),
         delay_us=delay,
-        wait_ptr=wait_ptr,
-        wait_idx=wait_idx,
+        wait_ptr=narrow(wait_ptr),
+        wait_idx=narrow(wait_idx),
         own_us=own,
-        sync_id=np.concatenate([issue_id, sync_calls])[order],
+        sync_id=sync_id,
         start_us=start,
         end_us=end,
         cpu_stop_us=min(float(trace.steps.cpu_end_us.max()), end) if len(trace.steps) else end,
@@ -176,7 +180,7 @@ def _gaps(trace: Trace, rows: np.ndarray, submitted: np.ndarray, op_kind: np.nda
     order = np.argsort(ops.ts_us[rows], kind="stable")
     starts, ends = ops.ts_us[rows][order], ops.end_us[rows][order]
     submitted, kinds = submitted[order], op_kind[order]
-    streams = ops.device[rows][order] * (1 << 32) + ops.stream[rows][order]
+    streams = ops.device[rows][order].astype(np.int64) * (1 << 32) + ops.stream[rows][order]
     samples, sample_kinds = [], []
     for key in np.unique(streams):
         mine = np.flatnonzero(streams == key)

@@ -120,8 +120,8 @@ def nccl_calls(trace: Trace) -> CollectiveCalls | None:
     kinds = [parsed[i][0] for i in rows]
     args_kind = _name(trace, k.collective_id[rows])
     kinds = [_kind_from_arg(a) or kind for a, kind in zip(args_kind, kinds, strict=True)]
-    in_n, out_n = k.in_nelems[rows].copy(), k.out_nelems[rows].copy()
-    group, dtypes = k.group_size[rows].copy(), _name(trace, k.dtype_id[rows])
+    in_n, out_n = k.in_nelems[rows].astype(np.int64), k.out_nelems[rows].astype(np.int64)
+    group, dtypes = k.group_size[rows].astype(np.int64), _name(trace, k.dtype_id[rows])
     _fill_from_cpu_op(trace, k.op_row[rows], in_n, out_n, group, dtypes)
     return CollectiveCalls(
         ts_us=k.ts_us[rows],

@@ -18,6 +18,8 @@ from aiprof.hardware import ArchLimits, GpuSpec, lookup
 
 UNKNOWN = "unknown"
 """Limiter of rows without usable launch arguments (block size 0, AMD device, bad values)."""
+LIMITER_NAMES = (*LIMITERS, UNKNOWN)
+"""What ``KernelOccupancy.limiter_code`` indexes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,12 +36,18 @@ class KernelOccupancy:
     """Resident blocks per SM (-1: unknown)."""
     occupancy: NDArray[np.float64]
     """Theoretical occupancy, 0 to 1 (NaN: unknown)."""
-    limiter: NDArray[np.str_]
-    """Binding limit per kernel (see ``aiprof.gpu.occupancy.LIMITERS``) or ``unknown``."""
+    limiter_code: NDArray[np.int8]
+    """Binding limit per kernel as an index into ``LIMITER_NAMES`` (one byte a kernel, where
+    the names themselves take 64)."""
     grid_below_sm_count: NDArray[np.bool_]
     """True where the launch has fewer blocks than the GPU has SMs (some SMs idle)."""
     waves: NDArray[np.float64]
     """Blocks / (resident blocks per SM * SMs): full-GPU waves of the launch (NaN: unknown)."""
+
+    @property
+    def limiter(self) -> NDArray[np.str_]:
+        """Binding limit per kernel (see ``aiprof.gpu.occupancy.LIMITERS``) or ``unknown``."""
+        return np.asarray(np.array(LIMITER_NAMES)[self.limiter_code])
 
 
 def _column(values: ArrayLike, n: int, what: str) -> NDArray[np.int64]:
@@ -82,23 +90,34 @@ def kernel_occupancy(
     smem = _column(shared_mem_bytes, n, "shared_mem_bytes")
     active = np.full(n, -1, dtype=np.int64)
     occ = np.full(n, np.nan)
-    limiter = np.full(n, UNKNOWN, dtype=f"<U{max(len(s) for s in (*LIMITERS, UNKNOWN))}")
+    code = np.full(n, LIMITER_NAMES.index(UNKNOWN), dtype=np.int8)
     if gpu.occupancy_supported and n:
         assert gpu.arch is not None
-        configs, inverse = np.unique(np.stack([threads, regs, smem], axis=1), axis=0,
-                                     return_inverse=True)
-        for i, (t, r, s) in enumerate(configs.tolist()):
-            rows = inverse.reshape(-1) == i
+        for (t, r, s), rows in _configs(threads, regs, smem):
             try:
                 result = occupancy(gpu.arch, t, r, s)
             except InputError:
                 continue
-            active[rows], occ[rows], limiter[rows] = (result.active_blocks_per_sm,
-                                                      result.occupancy, result.limiter)
+            active[rows], occ[rows], code[rows] = (result.active_blocks_per_sm,
+                                                   result.occupancy,
+                                                   LIMITER_NAMES.index(result.limiter))
     small = (blocks < gpu.num_sms) if gpu.num_sms else np.zeros(n, dtype=bool)
     capacity = np.where(active > 0, active * (gpu.num_sms or 0), 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         waves = np.where(capacity > 0, blocks / np.maximum(capacity, 1), np.nan)
     return KernelOccupancy(supported=gpu.occupancy_supported, num_sms=gpu.num_sms,
                            num_blocks=blocks, active_blocks_per_sm=active, occupancy=occ,
-                           limiter=limiter, grid_below_sm_count=small, waves=waves)
+                           limiter_code=code, grid_below_sm_count=small, waves=waves)
+
+
+def _configs(*columns: NDArray[np.int64]) -> list[tuple[tuple[int, ...], NDArray[np.intp]]]:
+    """Each distinct row of ``columns`` (in sorted order) and the rows holding it: a lexsort,
+    without the (n, 3) copies ``np.unique(axis=0)`` makes."""
+    order = np.lexsort(columns[::-1])
+    ordered = [c[order] for c in columns]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = np.any([c[1:] != c[:-1] for c in ordered], axis=0)
+    starts = np.flatnonzero(new)
+    bounds = np.append(starts, len(order))
+    return [(tuple(int(c[lo]) for c in ordered), order[lo:hi])
+            for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]

@@ -18,6 +18,7 @@ import numpy as np
 
 from aiprof.trace import fields, precise
 from aiprof.trace import schema as s
+from aiprof.trace.narrow import Repeated, compact_chunk, is_view, narrow, packable, unpacked
 from aiprof.trace.strings import StringTable
 
 (KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, CPU_OP, ANNOTATION, GPU_ANNOTATION, PYTHON, SYNC) = range(
@@ -76,7 +77,7 @@ JSON_ID_COLUMNS = ("input_dims_id", "input_types_id", "input_strides_id", "concr
 class BuiltPart:
     """What one process built from its share of a file's batches (see ``TableBuilder.merge``)."""
 
-    chunks: dict[str, list[tuple[int, Columns]]]
+    chunks: dict[str, list[tuple[int, dict[str, np.ndarray | Repeated]]]]
     strings: list[str]
     json_texts: list[str]
     num_events: int
@@ -119,8 +120,10 @@ class TableBuilder:
                 self._add_mixed(category, kind, events)
 
     def export(self) -> BuiltPart:
+        """What this builder holds, to pickle (one-value columns as ``narrow.Repeated``)."""
         return BuiltPart(
-            dict(self.chunks),
+            {table: [(index, packable(columns)) for index, columns in chunks]
+             for table, chunks in self.chunks.items()},
             self.strings.values,
             self.json_texts.values,
             self.num_events,
@@ -132,7 +135,8 @@ class TableBuilder:
         string_ids = self.strings.ids(part.strings)
         json_ids = self.json_texts.ids(part.json_texts)
         for table, chunks in part.chunks.items():
-            for index, columns in chunks:
+            for index, packed in chunks:
+                columns = unpacked(packed)
                 for name in STRING_ID_COLUMNS:
                     if name in columns:
                         columns[name] = _renumber(columns[name], string_ids)
@@ -140,6 +144,7 @@ class TableBuilder:
                     if name in columns:
                         columns[name] = _renumber(columns[name], json_ids)
                 self.chunks[table].append((index, columns))
+        part.chunks.clear()  # this builder holds the columns now, and frees them as it goes
         self.num_events += part.num_events
         self.num_skipped += part.num_skipped
 
@@ -152,7 +157,7 @@ class TableBuilder:
         return ordered
 
     def _emit(self, table: str, columns: Columns) -> None:
-        self.chunks[table].append((self._batch_index, columns))
+        self.chunks[table].append((self._batch_index, compact_chunk(columns)))
 
     def _add_mixed(self, category: str, kind: int | None, events: list[s.Event]) -> None:
         for phase, group in _group_by(events, "ph"):
@@ -412,10 +417,13 @@ def _group_by(events: list[s.Event], field: str) -> list[tuple[str, list[s.Event
 
 
 def _renumber(ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
-    """Map an id column through ``new_ids``; -1 (absent) stays -1."""
+    """Map an id column through ``new_ids``; -1 (absent) stays -1. Narrowed; a one-value
+    view stays one."""
     if not len(new_ids):
         return ids
-    return np.where(ids >= 0, new_ids[np.maximum(ids, 0)], ids)
+    if is_view(ids):
+        return np.broadcast_to(_renumber(ids[:1], new_ids), ids.shape)
+    return narrow(np.where(ids >= 0, new_ids[np.maximum(ids, 0)], ids))
 
 
 def _joined_args(events: list[s.Event]) -> bytes:

@@ -108,12 +108,17 @@ def pack(value: object, session: Session | None = None) -> Parcel:
     return Parcel(head, tuple(offsets), tuple(sizes), path)
 
 
-def unpack(parcel: Parcel) -> Any:
-    """The object ``pack`` was given; its arrays live in a private mapping of the file."""
+def unpack(parcel: Parcel, *, mapped: bool = True) -> Any:
+    """The object ``pack`` was given; its arrays live in a private mapping of the file, or
+    (``mapped=False``) each in memory of its own, read from the file: then each array's memory
+    is freed with it, where a mapping stays whole while any of its arrays lives (the reader
+    merging a helper's chunks frees them one column at a time)."""
     if parcel.path is None:
         return pickle.loads(parcel.head)
     try:
         with open(parcel.path, "rb") as handle:
+            if not mapped:
+                return pickle.loads(parcel.head, buffers=_read_buffers(handle.fileno(), parcel))
             size = os.fstat(handle.fileno()).st_size
             mapping = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY) if size else None
     finally:
@@ -121,6 +126,20 @@ def unpack(parcel: Parcel) -> Any:
     view = memoryview(mapping) if mapping is not None else memoryview(b"")
     buffers = [view[o : o + n] for o, n in zip(parcel.offsets, parcel.sizes, strict=True)]
     return pickle.loads(parcel.head, buffers=buffers)
+
+
+def _read_buffers(fd: int, parcel: Parcel) -> list[bytearray]:
+    buffers = []
+    for offset, size in zip(parcel.offsets, parcel.sizes, strict=True):
+        buffer = bytearray(size)
+        view, done = memoryview(buffer), 0
+        while done < size:
+            read = os.preadv(fd, [view[done:]], offset + done)
+            if read == 0:
+                raise EOFError(f"{parcel.path}: ends before its buffer at {offset + done}")
+            done += read
+        buffers.append(buffer)
+    return buffers
 
 
 def discard(parcel: Parcel) -> None:

@@ -9,16 +9,17 @@ import stat
 import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
 
 from aiprof.errors import InputError, TraceFormatError
 from aiprof.forked import can_fork, map_forked, usable_cores
-from aiprof.trace import links, parcel, precise, split, validate
+from aiprof.trace import links, narrow, parcel, precise, split, validate
 from aiprof.trace.build import TableBuilder
 from aiprof.trace.decode import CutFailed, Splitter, decode_batch, decode_whole, describe_error
 from aiprof.trace.devices import DeviceProperties, DistributedInfo
@@ -39,6 +40,7 @@ from aiprof.trace.tables import (
     Table,
 )
 
+TableT = TypeVar("TableT", bound=Table)
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -144,6 +146,10 @@ def _assemble(
     distributed = _distributed(metadata.get("distributedInfo"), repairs)
     devices = _devices(file, metadata.get("deviceProperties"), repairs)
     repairs.warn()
+    linked = tables | gpu | {"runtime": runtime}
+    complete: dict[str, Any] = {name: _compacted(table) for name, table in linked.items()}
+    del tables, gpu, runtime, linked
+    release_freed()  # the chunks', the links' and the wide columns' memory
     return Trace(
         path=str(file),
         rank=_rank(file, distributed),
@@ -153,7 +159,7 @@ def _assemble(
         strings=builder.strings,
         json_texts=builder.json_texts,
         origin_us=origin,
-        **(tables | gpu | {"runtime": runtime}),
+        **complete,
         steps=steps,
         step_source=step_source,
         num_events=builder.num_events,
@@ -187,6 +193,14 @@ def _concat_tables(chunks: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, 
         tables[name] = kind.concat(chunks.pop(name, []))
         release_freed()
     return tables
+
+
+def _compacted(table: TableT) -> TableT:
+    """The table with its integer columns narrowed and its one-value columns as views
+    (``narrow.compact``); times and durations kept as they are."""
+    columns = table.columns()
+    times = tuple(name for name in columns if name.endswith("_us"))
+    return replace(table, **narrow.compact_columns(columns, skip=times))
 
 
 def _first_timestamp(tables: Iterable[Any]) -> float:

@@ -85,7 +85,10 @@ def collect(helpers: list[Helper]) -> list[BuiltPart]:
             raise value
         if kind == "cut":
             raise CutFailed
-        parts.append(parcel.unpack(value))
+        try:  # in memory of its own: the reader frees the chunks as it concatenates them
+            parts.append(parcel.unpack(value, mapped=False))
+        except EOFError:  # the helper's file was cut short: read the file in this process
+            raise CutFailed from None
     return parts
 
 

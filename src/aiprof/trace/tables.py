@@ -2,7 +2,9 @@
 
 Times are microseconds (float64) relative to ``Trace.origin_us``; integer columns hold
 ``-1`` where an event does not carry the field; ``*_id`` columns index ``Trace.strings``
-(or ``Trace.json_texts`` for JSON-valued args such as ``Input Dims``).
+(or ``Trace.json_texts`` for JSON-valued args such as ``Input Dims``). Integer columns are
+int32 where every value fits, else int64, and a column of one value may be a read-only view
+(``narrow.py``): derive new arrays from a column, never write into it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Self
 
 import numpy as np
+
+from aiprof.trace.narrow import concat_columns
 
 F8 = np.float64
 I8 = np.int64
@@ -37,12 +41,15 @@ class Table:
 
     @classmethod
     def concat(cls, parts: list[dict[str, np.ndarray]]) -> Self:
+        """One table of ``parts`` (column dictionaries, handed over: each column is popped
+        from them once built, so the parts and the table are not held whole together).
+        Empty parts are skipped; a single part's arrays are used as they are."""
+        names = [f.name for f in fields(cls)]
+        parts = [part for part in parts if len(part[names[0]])]
         if not parts:
             return cls.empty()
-        names = [f.name for f in fields(cls)]
-        if len(parts) == 1:
-            return cls(**{name: parts[0][name] for name in names})
-        return cls(**{name: np.concatenate([part[name] for part in parts]) for name in names})
+        times = tuple(name for name in names if name.endswith("_us"))
+        return cls(**concat_columns(names, parts, keep=times))
 
 
 def _dtype(name: str) -> type:
@@ -56,9 +63,9 @@ class SpanTable(Table):
 
     ts_us: np.ndarray  # float64
     dur_us: np.ndarray  # float64
-    name_id: np.ndarray  # int64 into Trace.strings
-    pid: np.ndarray  # int64; GPU events: device index; non-numeric pids: NAMED_ID_BASE + CRC-32
-    tid: np.ndarray  # int64; GPU events: stream id
+    name_id: np.ndarray  # into Trace.strings
+    pid: np.ndarray  # GPU events: device index; non-numeric pids: NAMED_ID_BASE + CRC-32
+    tid: np.ndarray  # GPU events: stream id
 
     @property
     def end_us(self) -> np.ndarray:
@@ -93,11 +100,12 @@ class GpuOpTable(SpanTable):
 
     @property
     def threads_per_block(self) -> np.ndarray:
-        return np.asarray(self.block_x * self.block_y * self.block_z)
+        return np.asarray(self.block_x.astype(I8) * self.block_y * self.block_z)
 
     @property
     def blocks(self) -> np.ndarray:
-        return np.asarray(self.grid_x * self.grid_y * self.grid_z)
+        """int64: the product of three int32 dimensions may not fit in 32 bits."""
+        return np.asarray(self.grid_x.astype(I8) * self.grid_y * self.grid_z)
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,7 @@ import msgspec
 import numpy as np
 
 from aiprof.trace.strings import StringTable
-from aiprof.trace.tables import CpuOpTable, GpuOpTable, SpanTable, SyncTable, Table
+from aiprof.trace.tables import CpuOpTable, GpuOpTable, SpanTable, SyncTable
 
 MAX_SPAN_US = 1e12
 """About 11.6 days. A profiler trace covers seconds to minutes (torch.profiler's schedule
@@ -76,7 +76,9 @@ def check_times(
     """Durations, then absurd timestamps and durations, in every table (in place; rows
     dropped from a table are dropped from its ``residuals`` too)."""
     stamps = [t.ts_us for t in tables.values() if len(t)]
-    center = float(np.median(np.concatenate(stamps))) if stamps else 0.0
+    # the concatenation is ours: sorting it in place saves median's own copy (the same value)
+    center = float(np.median(np.concatenate(stamps), overwrite_input=True)) if stamps else 0.0
+    del stamps
     for name, table in list(tables.items()):
         if isinstance(table, SpanTable) and len(table):
             dur = table.dur_us
@@ -85,7 +87,7 @@ def check_times(
                 repairs.note(
                     name, "dur", int(bad.sum()), "negative or not a number: set to 0", dur[bad][0]
                 )
-                dur[bad] = 0.0
+                table = tables[name] = replace(table, dur_us=np.where(bad, 0.0, dur))
         if not len(table):
             continue
         far = np.abs(table.ts_us - center) > MAX_SPAN_US
@@ -111,22 +113,26 @@ def _range(column: np.ndarray, low: float, high: float) -> np.ndarray:
 
 
 def _absent(
-    table: Table, name: str, field: str, column: str, bad: np.ndarray, repairs: Repairs, label: str
+    tables: dict[str, Any], name: str, field: str, column: str, bad: np.ndarray,
+    repairs: Repairs, label: str,
 ) -> None:
-    values = getattr(table, column)
+    """``column`` of table ``name`` with its ``bad`` rows -1 (a new array: a column may be a
+    read-only view, ``narrow.compact``)."""
+    values = getattr(tables[name], column)
     if bad.any():
         repairs.note(name, field, int(bad.sum()), f"{label}: treated as absent", values[bad][0])
-        values[bad] = -1
+        tables[name] = replace(tables[name], **{column: np.where(bad, -1, values)})
 
 
 def check_args(tables: dict[str, Any], repairs: Repairs) -> None:
-    """Integer args outside their physical range become -1 (in place)."""
+    """Integer args outside their physical range become -1 (in ``tables``; each repaired column
+    a new array)."""
     for name in ("kernels", "memcpy", "memset"):
         gpu: GpuOpTable = tables[name]
         if not len(gpu):
             continue
         _absent(
-            gpu,
+            tables,
             name,
             "device",
             "device",
@@ -146,10 +152,12 @@ def check_args(tables: dict[str, Any], repairs: Repairs) -> None:
                 f"outside 1-{MAX_DIM - 1}: treated as absent",
                 gpu.grid_x[bad_dims][0],
             )
-            for column in dims:
-                getattr(gpu, column)[bad_dims] = -1
+            tables[name] = replace(
+                tables[name],
+                **{column: np.where(bad_dims, -1, getattr(gpu, column)) for column in dims},
+            )
         _absent(
-            gpu,
+            tables,
             name,
             "registers per thread",
             "registers_per_thread",
@@ -158,7 +166,7 @@ def check_args(tables: dict[str, Any], repairs: Repairs) -> None:
             f"outside 0-{MAX_REGISTERS}",
         )
         _absent(
-            gpu,
+            tables,
             name,
             "shared memory",
             "shared_mem_bytes",
@@ -176,16 +184,17 @@ def check_args(tables: dict[str, Any], repairs: Repairs) -> None:
                 "outside 0-100: treated as absent",
                 occupancy[bad][0],
             )
-            occupancy[bad] = -1.0
+            tables[name] = replace(tables[name], est_occupancy_pct=np.where(bad, -1.0, occupancy))
         for column, field in (("correlation", "correlation"), ("bytes", "bytes")):
-            _absent(gpu, name, field, column, getattr(gpu, column) < -1, repairs, "negative")
+            _absent(tables, name, field, column, getattr(tables[name], column) < -1, repairs,
+                    "negative")
     for name in ("kernels", "memcpy", "memset", "cpu_ops"):
-        table = tables[name]
         for column in ("in_nelems", "out_nelems", "group_size"):
-            _absent(table, name, column, column, getattr(table, column) < -1, repairs, "negative")
+            _absent(tables, name, column, column, getattr(tables[name], column) < -1, repairs,
+                    "negative")
     syncs: SyncTable = tables["syncs"]
     _absent(
-        syncs,
+        tables,
         "syncs",
         "device",
         "device",
@@ -195,7 +204,7 @@ def check_args(tables: dict[str, Any], repairs: Repairs) -> None:
     )
     runtime = tables["runtime"]
     _absent(
-        runtime,
+        tables,
         "runtime",
         "correlation",
         "correlation",
