@@ -119,19 +119,10 @@ def _misaligned_and_aligned_gemm(path: Path) -> Path:
     """Each step: a bf16 ``aten::mm`` 8192 x 4095 x 4095 (274.7 GFLOP, 2000 µs: 137 TFLOP/s),
     then an aligned one 8192 x 4096 x 4096 (274.9 GFLOP, 500 µs: 550 TFLOP/s)."""
     b = TraceBuilder()
-    t = 0.0
-    for s in range(3):
-        start, gpu = t, t + 9.0
-        for n, dur in ((4095, 2000.0), (4096, 500.0)):
-            ext = b.cpu_op("aten::mm", t, 6.0, **{
-                "Input Dims": [[8192, n], [n, n]], "Input type": ["c10::BFloat16"] * 2})
-            b.kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", t + 1.0,
-                     gpu + 1.0, dur, external=ext)
-            gpu += 1.0 + dur
-            t += 8.0
-        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
-        b.step(s, start, gpu - start + 5.0)
-        t = gpu + 6.0
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+    b.synced_steps([(gemm, "aten::mm", {"Input Dims": [[8192, n], [n, n]],
+                                        "Input type": ["c10::BFloat16"] * 2}, dur)
+                    for n, dur in ((4095, 2000.0), (4096, 500.0))])
     return b.write(path)
 
 

@@ -171,18 +171,8 @@ def _fp32_block(path: Path, typed: bool = True) -> Path:
     """Per step: an FP32 GEMM (1 ms), an FP32 add (400 µs) and an FP32 softmax (400 µs)."""
     b = TraceBuilder()
     types = {"Input type": ["float", "float"]} if typed else {}
-    t = 0.0
-    for s in range(3):
-        start, gpu_end = t, t + 9.0
-        for name, op, dur in ((SGEMM, "aten::mm", 1000.0), (ADD, "aten::add", 400.0),
-                              (SOFTMAX, "aten::_softmax", 400.0)):
-            ext = b.cpu_op(op, t, 6.0, **types)
-            b.kernel(name, t + 1.0, gpu_end + 1.0, dur, external=ext)
-            gpu_end += 1.0 + dur
-            t += 8.0
-        b.runtime("cudaDeviceSynchronize", t, gpu_end - t + 2.0)
-        b.step(s, start, gpu_end - start + 5.0)
-        t = gpu_end + 6.0
+    b.synced_steps([(SGEMM, "aten::mm", types, 1000.0), (ADD, "aten::add", types, 400.0),
+                    (SOFTMAX, "aten::_softmax", types, 400.0)])
     return b.write(path)
 
 
@@ -278,21 +268,11 @@ def test_fused_attention_replaces_the_scores_round_trip(tmp_path: Path) -> None:
     bmm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_batched"
     types = ["c10::BFloat16", "c10::BFloat16"]
     b = TraceBuilder()
-    t = 0.0
-    for s in range(3):
-        start, gpu = t, t + 9.0
-        for name, op, dims, dur in (
-            (bmm, "aten::matmul", [[8, 8, 512, 64], [8, 8, 64, 512]], 300.0),
-            (SOFTMAX, "aten::softmax", [[8, 8, 512, 512], [], []], 200.0),
-            (bmm, "aten::matmul", [[8, 8, 512, 512], [8, 8, 512, 64]], 300.0),
-        ):
-            ext = b.cpu_op(op, t, 6.0, **{"Input Dims": dims, "Input type": types})
-            b.kernel(name, t + 1.0, gpu + 1.0, dur, external=ext)
-            gpu += 1.0 + dur
-            t += 8.0
-        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
-        b.step(s, start, gpu - start + 5.0)
-        t = gpu + 6.0
+    b.synced_steps([(name, op, {"Input Dims": dims, "Input type": types}, dur)
+                    for name, op, dims, dur in (
+                        (bmm, "aten::matmul", [[8, 8, 512, 64], [8, 8, 64, 512]], 300.0),
+                        (SOFTMAX, "aten::softmax", [[8, 8, 512, 512], [], []], 200.0),
+                        (bmm, "aten::matmul", [[8, 8, 512, 512], [8, 8, 512, 64]], 300.0))])
     result = diagnose(b.write(tmp_path / "t.json.gz"), DiagnoseOptions(profiler_overhead_us=0.0))
     unfused = {f.category: f for f in result.findings}["unfused_elementwise"]
     assert unfused.evidence["attention_blocks"] == 3
@@ -317,17 +297,7 @@ def _conversion_bn_depthwise(path: Path, depthwise_us: float) -> Path:
     kernels = [("void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>", "aten::conv2d", {}, 50.0),
                (BN_NCHW, "aten::cudnn_batch_norm", nchw, 500.0),
                (DEPTHWISE, "aten::_conv_depthwise2d", {}, depthwise_us)]
-    t = 0.0
-    for s in range(3):
-        start, gpu = t, t + 9.0
-        for name, op, args, dur in kernels:
-            ext = b.cpu_op(op, t, 6.0, **args)
-            b.kernel(name, t + 1.0, gpu + 1.0, dur, external=ext)
-            gpu += 1.0 + dur
-            t += 8.0
-        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
-        b.step(s, start, gpu - start + 5.0)
-        t = gpu + 6.0
+    b.synced_steps(kernels)
     return b.write(path)
 
 

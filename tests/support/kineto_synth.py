@@ -65,6 +65,24 @@ class TraceBuilder:
             "dur": dur, "args": {"device": 0, "stream": stream, "correlation": corr,
                                  "bytes": nbytes}})
 
+    def synced_steps(self, ops: list[tuple[str, str, dict[str, Any], float]],
+                     steps: int = 3) -> None:
+        """``steps`` steps of ``(kernel, op, op args, kernel µs)``: each op a 6 µs CPU op whose
+        kernel is launched 1 µs in, ops 8 µs apart, kernels queued back to back (1 µs gaps)
+        from 9 µs into the step; then ``cudaDeviceSynchronize`` until the last kernel ends,
+        and the step's span 5 µs past it."""
+        t = 0.0
+        for s in range(steps):
+            start, gpu = t, t + 9.0
+            for kernel, op, args, dur in ops:
+                ext = self.cpu_op(op, t, 6.0, **args)
+                self.kernel(kernel, t + 1.0, gpu + 1.0, dur, external=ext)
+                gpu += 1.0 + dur
+                t += 8.0
+            self.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
+            self.step(s, start, gpu - start + 5.0)
+            t = gpu + 6.0
+
     def write(self, path: Path, **metadata: Any) -> Path:
         doc = {"schemaVersion": 1, "deviceProperties": [H200_PROPS], "traceEvents": self.events,
                **metadata}
