@@ -8,6 +8,7 @@ once with the exact model of ``aiprof.gpu.occupancy`` and broadcast back to its 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -30,9 +31,9 @@ class KernelOccupancy:
     """False when the device has no occupancy model (e.g. AMD): every row is unknown."""
     num_sms: int | None
     """SM count used for the grid flag (None: unknown, flag is False everywhere)."""
-    num_blocks: NDArray[np.int64]
-    """Blocks per launch (grid x * y * z)."""
-    active_blocks_per_sm: NDArray[np.int64]
+    num_blocks: NDArray[np.integer[Any]]
+    """Blocks per launch (grid x * y * z), in the input's integer type (int64 for x, y, z)."""
+    active_blocks_per_sm: NDArray[np.int32]
     """Resident blocks per SM (-1: unknown)."""
     occupancy: NDArray[np.float64]
     """Theoretical occupancy, 0 to 1 (NaN: unknown)."""
@@ -41,8 +42,18 @@ class KernelOccupancy:
     the names themselves take 64)."""
     grid_below_sm_count: NDArray[np.bool_]
     """True where the launch has fewer blocks than the GPU has SMs (some SMs idle)."""
-    waves: NDArray[np.float64]
-    """Blocks / (resident blocks per SM * SMs): full-GPU waves of the launch (NaN: unknown)."""
+
+    @property
+    def waves(self) -> NDArray[np.float64]:
+        """Blocks / (resident blocks per SM * SMs): full-GPU waves of the launch (NaN: unknown).
+        Computed when asked: no pass of the diagnosis reads it, and a trace's copy of it is
+        8 bytes a kernel."""
+        active = self.active_blocks_per_sm.astype(np.int64)
+        capacity = np.where(active > 0, active * (self.num_sms or 0), 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            waves: NDArray[np.float64] = np.where(
+                capacity > 0, self.num_blocks / np.maximum(capacity, 1), np.nan)
+        return waves
 
     @property
     def limiter(self) -> NDArray[np.str_]:
@@ -50,8 +61,17 @@ class KernelOccupancy:
         return np.asarray(np.array(LIMITER_NAMES)[self.limiter_code])
 
 
-def _column(values: ArrayLike, n: int, what: str) -> NDArray[np.int64]:
-    array = np.asarray(values, dtype=np.int64).reshape(-1) if np.ndim(values) else None
+def _integers(values: ArrayLike) -> NDArray[np.integer[Any]]:
+    """``values`` as integers, in their own integer type when they have one (a trace's int32
+    columns are not copied to int64)."""
+    array = np.asarray(values)
+    if np.issubdtype(array.dtype, np.integer):
+        return array
+    return np.asarray(values, dtype=np.int64)
+
+
+def _column(values: ArrayLike, n: int, what: str) -> NDArray[np.integer[Any]]:
+    array = _integers(values).reshape(-1) if np.ndim(values) else None
     if array is None:
         return np.full(n, int(values), dtype=np.int64)  # type: ignore[arg-type]
     if array.shape[0] != n:
@@ -59,12 +79,12 @@ def _column(values: ArrayLike, n: int, what: str) -> NDArray[np.int64]:
     return array
 
 
-def _dims(values: ArrayLike, what: str) -> NDArray[np.int64]:
-    array = np.asarray(values, dtype=np.int64)
+def _dims(values: ArrayLike, what: str) -> NDArray[np.integer[Any]]:
+    array = _integers(values)
     if array.ndim == 1:
         return array
     if array.ndim == 2 and array.shape[1] in (1, 2, 3):
-        product: np.ndarray = np.prod(array, axis=1)
+        product: np.ndarray = np.prod(array.astype(np.int64), axis=1)
         return product
     raise InputError(f"{what} must be one value per kernel or an (n, 3) array of x, y, z")
 
@@ -88,7 +108,7 @@ def kernel_occupancy(
         raise InputError(f"grid has {blocks.shape[0]} rows but block has {n}")
     regs = _column(registers_per_thread, n, "registers_per_thread")
     smem = _column(shared_mem_bytes, n, "shared_mem_bytes")
-    active = np.full(n, -1, dtype=np.int64)
+    active = np.full(n, -1, dtype=np.int32)
     occ = np.full(n, np.nan)
     code = np.full(n, LIMITER_NAMES.index(UNKNOWN), dtype=np.int8)
     if gpu.occupancy_supported and n:
@@ -102,15 +122,13 @@ def kernel_occupancy(
                                                    result.occupancy,
                                                    LIMITER_NAMES.index(result.limiter))
     small = (blocks < gpu.num_sms) if gpu.num_sms else np.zeros(n, dtype=bool)
-    capacity = np.where(active > 0, active * (gpu.num_sms or 0), 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        waves = np.where(capacity > 0, blocks / np.maximum(capacity, 1), np.nan)
     return KernelOccupancy(supported=gpu.occupancy_supported, num_sms=gpu.num_sms,
                            num_blocks=blocks, active_blocks_per_sm=active, occupancy=occ,
-                           limiter_code=code, grid_below_sm_count=small, waves=waves)
+                           limiter_code=code, grid_below_sm_count=small)
 
 
-def _configs(*columns: NDArray[np.int64]) -> list[tuple[tuple[int, ...], NDArray[np.intp]]]:
+def _configs(*columns: NDArray[np.integer[Any]]
+             ) -> list[tuple[tuple[int, ...], NDArray[np.intp]]]:
     """Each distinct row of ``columns`` (in sorted order) and the rows holding it: a lexsort,
     without the (n, 3) copies ``np.unique(axis=0)`` makes."""
     order = np.lexsort(columns[::-1])
