@@ -27,7 +27,7 @@ FLOOR_BLOCK_US = 50_000.0
 10 ms of pure Python took 10 or 17-20 ms on a core, switching within tens of ms to seconds,
 per core, with no steal time reported; in A/A runs of a 5 ms and a 15 ms step
 (tests/data/trial/h200_try_noise.json) the spread of per-round gains was 9.0 and 8.5% with
-medians, 5.5 and 0.6% with the floor over 50 ms blocks, 9.3 and 5.0% over 200 ms blocks: the
+medians, 5.5 and 0.6% with the floor over 50 ms blocks, 7.9 and 5.0% over 200 ms blocks: the
 slowed stretches are long, so short blocks find the unslowed ones."""
 CONFIDENCE = 0.95
 RESAMPLES = 2000
