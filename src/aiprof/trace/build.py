@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from aiprof.trace import fields, precise
 from aiprof.trace import schema as s
+from aiprof.trace.arg_columns import ArgColumns
 from aiprof.trace.narrow import Repeated, compact_chunk, is_view, narrow, packable, unpacked
 from aiprof.trace.strings import StringTable
 
@@ -62,7 +62,6 @@ _ARGS_TYPE: dict[int, type] = {
     PYTHON: s.PythonArgs,
     SYNC: s.SyncArgs,
 }
-_NO_DIMS = [s.MISSING] * 3
 
 
 Columns = dict[str, np.ndarray]
@@ -445,64 +444,3 @@ def _runtime_columns(args: ArgColumns, is_driver: bool) -> Columns:
 
 
 COLLECTIVE_COLUMNS = ("collective_id", "in_nelems", "out_nelems", "group_size", "dtype_id")
-
-
-class ArgColumns:
-    """The ``args`` of one kind of events, decoded together, read out column by column."""
-
-    def __init__(self, args_type: type, raw: bytes) -> None:
-        self.objects: list[Any] = _ARGS_DECODERS[args_type].decode(raw)
-
-    def __len__(self) -> int:
-        return len(self.objects)
-
-    def ints(self, field: str) -> np.ndarray:
-        return _ints(self.objects, field)
-
-    def floats(self, field: str) -> np.ndarray:
-        return _floats(self.objects, field)
-
-    def strings_present(self, field: str) -> bool:
-        """Whether any object has a non-empty string in ``field``."""
-        return any(map(attrgetter(field), self.objects))
-
-    def external_ids(self) -> np.ndarray:
-        """``External id`` (PyTorch 1.10+), else the older ``external id``."""
-        new = self.ints("external_id")
-        return np.where(new == s.MISSING, self.ints("external_id_legacy"), new)
-
-    def dims(self, field: str) -> np.ndarray:
-        """``grid`` or ``block`` as an (n, 3) array; -1 rows where absent or not a 3-list."""
-        values = list(map(attrgetter(field), self.objects))
-        if values.count(None) == len(values):  # no event has it (memcpys, some launchers)
-            return np.full((len(values), 3), s.MISSING, dtype=np.int64)
-        try:
-            dims = np.array(values, dtype=np.int64)
-            if dims.shape == (len(values), 3):
-                return dims
-        except (TypeError, ValueError):
-            pass
-        fixed = [v if v.__class__ is list and len(v) == 3 else _NO_DIMS for v in values]
-        return np.array(fixed, dtype=np.int64).reshape(-1, 3)
-
-    def streams(self) -> np.ndarray:
-        try:
-            return self.ints("stream")
-        except (TypeError, ValueError):  # ROCm writes "0x0"
-            return np.array([_stream(a.stream) for a in self.objects], dtype=np.int64)
-
-
-_ARGS_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
-    args_type: msgspec.json.Decoder(list[args_type])  # type: ignore[valid-type]
-    for args_type in {*_ARGS_TYPE.values(), s.MemoryArgs}
-}
-
-
-def _stream(value: int | str) -> int:
-    if value.__class__ is int:
-        return value
-    text = str(value).strip()
-    try:
-        return int(text, 16) if text.lower().startswith("0x") else int(text.rsplit(" ", 1)[-1])
-    except ValueError:
-        return s.MISSING
