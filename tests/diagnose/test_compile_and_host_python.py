@@ -188,3 +188,22 @@ def test_a_kept_kernel_aten_ran_without_vector_loads_takes_the_vectorized_rate(
     relu_rate = 2 * n * 2 / 100.0  # bytes per µs of the ReLU: read and write n bf16
     add_bytes = 3 * n * 2
     assert kept == pytest.approx([add_bytes / relu_rate] * 3, rel=0.05)
+
+
+def test_the_python_compile_removes_leaves_the_profilers_callback_before_each_op(
+    tmp_path: Path,
+) -> None:
+    """GIVEN 100 µs of module Python before an op, recorded with a profiler that costs 3 µs
+    per event, WHEN the Python compile removes is measured, THEN each gap ends 3 µs before the
+    op that closes it: the profiler's enter callback of that op ran there, and the replay
+    takes the op's cost out itself (else it would be taken out twice)."""
+    from aiprof.diagnose.compiled import python_between_ops
+
+    path = eager_block(tmp_path / "t.json.gz", 100.0, 4)
+    ctx = Context(load_trace(path), DiagnoseOptions(profiler_overhead_us=3.0))
+    lo, hi = python_between_ops(ctx)
+    long = (hi - lo) > 50.0  # the module Python; the 1 µs gaps between ops are all callback
+    # each gap: 1 µs between ops plus the 100 µs of Python, less the 3 µs callback
+    assert long.sum() == 10 * 3 and (hi - lo)[long] == pytest.approx([98.0] * 30)
+    next_op = [float(ctx.trace.cpu_ops.ts_us[ctx.trace.cpu_ops.ts_us >= h].min()) for h in hi[long]]
+    assert [n - h for n, h in zip(next_op, hi[long], strict=True)] == pytest.approx([3.0] * 30)

@@ -196,11 +196,15 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
 
 def python_between_ops(ctx: Context) -> iv.Intervals:
     """Host time inside the steps with no CPU op or runtime call on any thread: the Python of
-    the modules between their ops (the compiled graph runs none of it)."""
+    the modules between their ops (the compiled graph runs none of it). Each gap's last
+    ``profiler_overhead_us`` stays: the profiler's enter callback of the event that ends it ran
+    there (before the event's timestamp), and the replay takes that event's cost out already."""
     ops, rt = ctx.trace.cpu_ops, ctx.trace.runtime
     if len(ops.ts_us) == 0:
         return iv.EMPTY
     events = iv.union(np.concatenate([ops.ts_us, rt.ts_us]),
                       np.concatenate([ops.end_us, rt.end_us]))
-    return iv.subtract(step_window(ctx.trace), events)
+    lo, hi = iv.subtract(step_window(ctx.trace), events)
+    hi = np.maximum(hi - ctx.timeline.profiler_overhead_us, lo)
+    return lo[hi > lo], hi[hi > lo]
 
