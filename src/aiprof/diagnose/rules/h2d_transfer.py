@@ -17,21 +17,46 @@ def blocking_h2d_rows(ctx: Context) -> np.ndarray:
     return cp.rows[pick]
 
 
+def copy_syncs(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Rows of ``trace.runtime`` of the synchronize calls that belong to the copies ``rows``:
+    issued by the same CPU op as the copy's launch. A copy from pageable memory without
+    ``non_blocking`` is a ``cudaMemcpyAsync`` then a ``cudaStreamSynchronize`` inside one
+    ``aten::copy_`` (PyTorch's ``memcpy_and_sync``, aten/src/ATen/native/cuda/Copy.cu): the
+    asynchronous copy from pinned memory drops both."""
+    syncs, rt = ctx.syncs, ctx.trace.runtime
+    calls = syncs.call_row[syncs.gpu_row < 0]
+    launches = ctx.trace.gpu_ops.launch_row[rows]
+    ops = rt.op_row[launches[launches >= 0]]
+    ops = ops[ops >= 0]
+    if len(calls) == 0 or len(ops) == 0:
+        return calls[:0]
+    return calls[np.isin(rt.op_row[calls], ops)]
+
+
 def change(ctx: Context) -> Change | None:
-    """Blocking host-to-device copies made asynchronous, at the pinned bandwidth, and issued a
-    step ahead on a side stream (the fix named: prefetch): the compute no longer waits for
-    them, and the step lasts at least as long as they do."""
+    """Blocking host-to-device copies (with the stream synchronize of a pageable copy) made
+    asynchronous, at the pinned bandwidth, and issued a step ahead on a side stream (the fix
+    named: prefetch): the compute no longer waits for them, and the step lasts at least as long
+    as they do."""
     rows = blocking_h2d_rows(ctx)
     if len(rows) == 0:
         return None
     gpu = ctx.trace.gpu_ops
-    pinned_bps = ctx.pinned_h2d_bytes_per_s()
-    new_dur = {}
-    if pinned_bps:
-        for r in rows.tolist():
-            new_dur[r] = min(float(gpu.dur_us[r]), max(float(gpu.bytes[r]), 0.0) / pinned_bps * 1e6)
-    return Change(gpu_dur_us=new_dur, unblocked=frozenset(gpu.launch_row[rows].tolist()),
+    return Change(gpu_dur_us=pinned_durations(ctx, rows),
+                  unblocked=frozenset(gpu.launch_row[rows].tolist())
+                  | frozenset(copy_syncs(ctx, rows).tolist()),
                   side_stream_rows=frozenset(int(r) for r in rows.tolist()))
+
+
+def pinned_durations(ctx: Context, rows: np.ndarray) -> dict[int, float]:
+    """Per copy of ``rows``: its duration from pinned memory (its bytes at the pinned
+    host-to-device bandwidth, never longer than recorded; none without a bandwidth)."""
+    gpu = ctx.trace.gpu_ops
+    pinned_bps = ctx.pinned_h2d_bytes_per_s()
+    if not pinned_bps:
+        return {}
+    return {r: min(float(gpu.dur_us[r]), max(float(gpu.bytes[r]), 0.0) / pinned_bps * 1e6)
+            for r in rows.tolist()}
 
 
 def find(ctx: Context) -> Finding | None:

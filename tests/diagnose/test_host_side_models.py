@@ -1,0 +1,76 @@
+"""Host-side gain models of issue 15 (second pass): what a pageable copy's own synchronize
+belongs to, the copy that receives host preprocessing, and the caching allocator's slow path
+inside the ops that call cudaMalloc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.support.kineto_synth import TraceBuilder
+
+from aiprof.diagnose import DiagnoseOptions
+from aiprof.diagnose.context import Context
+from aiprof.diagnose.replay import replay
+from aiprof.diagnose.rules import h2d_transfer, host_busy, host_sync
+from aiprof.record.targets import load_traces
+
+SUITE = Path(__file__).parents[1] / "data" / "diagnose" / "counterfactual"
+
+
+def _context(path: Path, **options: float) -> Context:
+    return Context(load_traces(path)[0], DiagnoseOptions(**options))  # type: ignore[arg-type]
+
+
+def _queue_then_pageable_copy(path: Path) -> Path:
+    """Each step queues 5 kernels of 400 µs, then ``x.to('cuda')`` from pageable memory: an
+    ``aten::copy_`` holding the copy's ``cudaMemcpyAsync`` and a ``cudaStreamSynchronize``
+    that waits for the queue to drain (PyTorch's memcpy_and_sync)."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(3):
+        start, gpu = t, t + 8.0
+        for _ in range(5):
+            b.kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", t, gpu,
+                     400.0, launch_dur=4.0)
+            gpu += 401.0
+            t += 6.0
+        ext = b.cpu_op("aten::copy_", t, gpu - t + 40.0)
+        b.memcpy("Memcpy HtoD (Pageable -> Device)", t + 2.0, 10.0, gpu + 1.0, 20.0, 1_000_000)
+        b.runtime("cudaStreamSynchronize", t + 14.0, gpu - t + 10.0, ext)
+        b.step(s, start, gpu - start + 45.0)
+        t = gpu + 50.0
+    return b.write(path)
+
+
+def test_a_pageable_copys_stream_synchronize_is_the_copys_not_a_host_sync(
+        tmp_path: Path) -> None:
+    ctx = _context(_queue_then_pageable_copy(tmp_path / "t.json.gz"), profiler_overhead_us=0.0)
+    rows = h2d_transfer.blocking_h2d_rows(ctx)
+    own = h2d_transfer.copy_syncs(ctx, rows)
+    stream_syncs = ctx.syncs.call_row[ctx.syncs.gpu_row < 0]
+    assert len(rows) == len(own) == 3 and sorted(own.tolist()) == sorted(stream_syncs.tolist())
+    fix = h2d_transfer.change(ctx)
+    assert fix is not None and set(own.tolist()) <= fix.unblocked
+    # no longer waiting for the 2 ms queue at each copy: the step is the queue, not queue + host
+    assert replay(ctx.timeline, fix) < replay(ctx.timeline) - 3 * 30.0
+    assert len(host_sync.chosen_syncs(ctx)) == 0 and host_sync.change(ctx) is None
+
+
+needs_suite = pytest.mark.skipif(not (SUITE / "gpt2_host_tokenize_infer.aiprof").exists(),
+                                 reason="counterfactual suite not committed")
+
+
+@needs_suite
+def test_the_copy_of_a_batch_made_on_the_host_goes_with_host_busy() -> None:
+    tokenize = _context(SUITE / "gpt2_host_tokenize_infer.aiprof")
+    copies = host_busy.receiving_copies(tokenize)
+    fix = host_busy.change(tokenize)
+    assert len(copies) == 2 and fix is not None  # one per step, after the tokenizer
+    assert set(h2d_transfer.copy_syncs(tokenize, copies).tolist()) <= fix.unblocked
+    # the step without the tokenizer and without waiting at its copy: about the GPU's time
+    steps = len(tokenize.trace.steps)
+    assert replay(tokenize.timeline, fix) / steps < 1.15 * tokenize.base_replayed.busy_us[0] / steps
+    # a pageable copy of a ready tensor (no preparation before it) stays h2d_transfer's
+    feed = _context(SUITE / "efficientnet_b0_pageable_nchw_train.aiprof")
+    assert len(host_busy.receiving_copies(feed)) == 0
