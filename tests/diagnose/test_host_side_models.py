@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.support.kineto_synth import TraceBuilder
 
+from aiprof.analysis import intervals as iv
 from aiprof.diagnose import DiagnoseOptions
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.replay import replay
-from aiprof.diagnose.rules import h2d_transfer, host_busy, host_sync
+from aiprof.diagnose.rules import allocator_churn, h2d_transfer, host_busy, host_sync
 from aiprof.record.targets import load_traces
 
 SUITE = Path(__file__).parents[1] / "data" / "diagnose" / "counterfactual"
@@ -74,3 +76,35 @@ def test_the_copy_of_a_batch_made_on_the_host_goes_with_host_busy() -> None:
     # a pageable copy of a ready tensor (no preparation before it) stays h2d_transfer's
     feed = _context(SUITE / "efficientnet_b0_pageable_nchw_train.aiprof")
     assert len(host_busy.receiving_copies(feed)) == 0
+
+
+@needs_suite
+def test_the_allocator_slow_path_inside_malloc_ops_is_removed_with_the_churn() -> None:
+    ctx = _context(SUITE / "llama_fp32_empty_cache_train.aiprof")
+    calls = ctx.allocator.call_spans
+    excess = allocator_churn.slow_path_excess(ctx, calls)
+    rows, after = allocator_churn.malloc_ops(ctx)
+    ops = ctx.trace.cpu_ops
+    assert len(excess[0]) > 0 and iv.length(iv.intersect(excess, calls)) == 0
+    # every removed span starts at a malloc op's last cudaMalloc and stays inside that op
+    at = np.searchsorted(np.sort(after), excess[0])
+    assert np.all(np.isin(excess[0], after))
+    owner = rows[np.argsort(after)][at]
+    assert np.all(excess[1] <= ops.end_us[owner] + 1e-6)
+    without = ctx.gain_pct(allocator_churn.Change(removed_cpu=calls,
+                                                  unblocked=frozenset(ctx.allocator.free_rows)))
+    fix = allocator_churn.change(ctx)
+    assert fix is not None and without < ctx.gain_pct(fix) <= 100.0
+
+
+def test_without_recorded_shapes_there_is_no_slow_path_estimate(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for s in range(3):
+        t = s * 1000.0
+        ext = b.cpu_op("aten::mm", t, 300.0)
+        b.runtime("cudaMalloc", t + 10.0, 100.0, ext)
+        b.kernel("gemm", t + 150.0, t + 160.0, 50.0, external=ext)
+        b.cpu_op("aten::mm", t + 400.0, 60.0)
+        b.step(s, t, 900.0)
+    ctx = _context(b.write(tmp_path / "t.json.gz"), profiler_overhead_us=0.0)
+    assert allocator_churn.slow_path_excess(ctx, ctx.allocator.call_spans) == iv.EMPTY
