@@ -75,6 +75,7 @@ def find(ctx: Context) -> Finding | None:
             "host_work_while_gpu_idle_ms_per_step": ms(work.overlap_us / steps),
             "gpu_idle_ms_per_step": ms(work.gpu_idle_us / steps),
             "host_work_ms_per_step": ms(sum(i.total_us for i in work.items) / steps),
+            "copies_made_asynchronous_per_step": round(len(receiving_copies(ctx)) / steps, 1),
             "host_ops": [
                 {"name": i.name, "kind": i.kind, "count": i.count,
                  "ms_per_step": ms(i.total_us / steps),
@@ -91,7 +92,8 @@ def find(ctx: Context) -> Finding | None:
             "creates the context or loads modules blocks for up to seconds: run warm-up "
             "steps before the profiled ones."
         ),
-        model="replay with the CPU time of these host ops and calls removed",
+        model=("replay with the CPU time of these host ops and calls removed, and the blocking "
+               "host-to-device copies of what they made asynchronous from pinned memory"),
         change=fix,
     )
 
