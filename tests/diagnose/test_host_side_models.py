@@ -4,6 +4,7 @@ inside the ops that call cudaMalloc."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,9 @@ from tests.support.kineto_synth import TraceBuilder
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose import DiagnoseOptions
 from aiprof.diagnose.context import Context
-from aiprof.diagnose.replay import replay
-from aiprof.diagnose.rules import allocator_churn, h2d_transfer, host_busy, host_sync
+from aiprof.diagnose.explain import replay_parts
+from aiprof.diagnose.replay import Change, replay
+from aiprof.diagnose.rules import allocator_churn, cpu_bound, h2d_transfer, host_busy, host_sync
 from aiprof.record.targets import load_traces
 
 SUITE = Path(__file__).parents[1] / "data" / "diagnose" / "counterfactual"
@@ -91,7 +93,7 @@ def test_the_allocator_slow_path_inside_malloc_ops_is_removed_with_the_churn() -
     assert np.all(np.isin(excess[0], after))
     owner = rows[np.argsort(after)][at]
     assert np.all(excess[1] <= ops.end_us[owner] + 1e-6)
-    without = ctx.gain_pct(allocator_churn.Change(removed_cpu=calls,
+    without = ctx.gain_pct(Change(removed_cpu=calls,
                                                   unblocked=frozenset(ctx.allocator.free_rows)))
     fix = allocator_churn.change(ctx)
     assert fix is not None and without < ctx.gain_pct(fix) <= 100.0
@@ -108,3 +110,39 @@ def test_without_recorded_shapes_there_is_no_slow_path_estimate(tmp_path: Path) 
         b.step(s, t, 900.0)
     ctx = _context(b.write(tmp_path / "t.json.gz"), profiler_overhead_us=0.0)
     assert allocator_churn.slow_path_excess(ctx, ctx.allocator.call_spans) == iv.EMPTY
+
+
+def test_a_graphs_turnaround_shortens_a_queued_step_by_the_cut_per_kernel(
+        tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.synced_steps([("gemm", "aten::mm", {}, 20.0)] * 40)  # queued back to back, 1 µs apart
+    ctx = _context(b.write(tmp_path / "t.json.gz"), profiler_overhead_us=0.0)
+    steps = len(ctx.trace.steps)
+    gap = float(np.max(ctx.timeline.gap_us))
+    saved = replay(ctx.timeline) - replay(ctx.timeline, Change(queued_gap_us=0.33))
+    # each queued kernel but the first of a step starts (gap - 0.33) µs earlier
+    assert saved / steps == pytest.approx(39 * (gap - 0.33), rel=0.05)
+    parts = replay_parts(ctx, Change(queued_gap_us=0.33))
+    assert parts["turnaround_ms_per_step"] * 1000.0 >= saved / steps - 1e-3
+
+
+GRAPHED_LAUNCH_BOUND = ["llama_tiny_b2_infer", "mobilenet_v3_small_b8_infer",
+                        "mlp_deep_b32_infer", "resnet18_b4_train", "rl_policy_rollout"]
+
+
+@needs_suite
+def test_the_graph_turnaround_is_what_the_graphed_launch_bound_steps_measured() -> None:
+    workloads = [w for part in sorted(SUITE.glob("labels-part*.json"))
+                 for w in json.loads(part.read_text())["workloads"]]
+    fixed = {w["workload"]: next(f["fixed_ms"] for f in w["fixes"] if f["name"] == "cuda_graph")
+             for w in workloads if w["workload"] in GRAPHED_LAUNCH_BOUND}
+    per_kernel_us = []
+    for name, fixed_ms in fixed.items():
+        ctx = _context(SUITE / f"{name}.aiprof")
+        tl, steps = ctx.timeline, len(ctx.trace.steps)
+        ops = tl.gpu_row >= 0
+        kernel_ms = float(tl.gpu_dur_us[ops].sum()) * tl.gpu_scale / steps / 1000.0
+        per_kernel_us.append((fixed_ms - kernel_ms) * 1000.0 / (ops.sum() / steps))
+    assert len(per_kernel_us) == 5 and all(0.0 < u < 1.0 for u in per_kernel_us)
+    assert float(np.median(per_kernel_us)) == pytest.approx(cpu_bound.GRAPH_TURNAROUND_US,
+                                                            abs=0.01)
