@@ -144,5 +144,6 @@ def test_the_graph_turnaround_is_what_the_graphed_launch_bound_steps_measured() 
         kernel_ms = float(tl.gpu_dur_us[ops].sum()) * tl.gpu_scale / steps / 1000.0
         per_kernel_us.append((fixed_ms - kernel_ms) * 1000.0 / (ops.sum() / steps))
     assert len(per_kernel_us) == 5 and all(0.0 < u < 1.0 for u in per_kernel_us)
-    assert float(np.median(per_kernel_us)) == pytest.approx(cpu_bound.GRAPH_TURNAROUND_US,
-                                                            abs=0.01)
+    assert float(np.median(per_kernel_us)) == pytest.approx(
+        cpu_bound.GRAPH_TURNAROUND_US["sm_90"], abs=0.01)
+    assert cpu_bound.graph_turnaround_us(ctx) == cpu_bound.GRAPH_TURNAROUND_US["sm_90"]
