@@ -16,7 +16,14 @@ from aiprof.diagnose import DiagnoseOptions
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.explain import replay_parts
 from aiprof.diagnose.replay import Change, replay
-from aiprof.diagnose.rules import allocator_churn, cpu_bound, h2d_transfer, host_busy, host_sync
+from aiprof.diagnose.rules import (
+    allocator_churn,
+    cpu_bound,
+    dataloader,
+    h2d_transfer,
+    host_busy,
+    host_sync,
+)
 from aiprof.record.targets import load_traces
 
 SUITE = Path(__file__).parents[1] / "data" / "diagnose" / "counterfactual"
@@ -78,6 +85,13 @@ def test_the_copy_of_a_batch_made_on_the_host_goes_with_host_busy() -> None:
     # a pageable copy of a ready tensor (no preparation before it) stays h2d_transfer's
     feed = _context(SUITE / "efficientnet_b0_pageable_nchw_train.aiprof")
     assert len(host_busy.receiving_copies(feed)) == 0
+    # a DataLoader's batch (workers with pin_memory=True hand it over pinned) likewise
+    loader = _context(SUITE / "vit_tiny_loader_infer.aiprof")
+    batches = h2d_transfer.copies_after(loader, loader.dataloader.spans)
+    fix = dataloader.change(loader)
+    assert len(batches) == 2 and fix is not None
+    assert set(loader.trace.gpu_ops.launch_row[batches].tolist()) <= fix.unblocked
+    assert len(host_busy.receiving_copies(loader)) == 0  # the loader's spans are not host work
 
 
 @needs_suite

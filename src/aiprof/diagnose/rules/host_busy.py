@@ -5,41 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.replay import Change, covered_between
+from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
-from aiprof.diagnose.rules.h2d_transfer import (
-    blocking_h2d_rows,
-    copy_syncs,
-    pinned_durations,
-)
-from aiprof.trace.links import gather
+from aiprof.diagnose.rules.h2d_transfer import copies_after, handed_over_pinned
 
 
 def receiving_copies(ctx: Context) -> np.ndarray:
-    """Rows of ``trace.gpu_ops`` of the blocking host-to-device copies that upload what the host
-    work made: the first launch after host work is a blocking host-to-device copy, and that
-    host work (between the previous launch call's end and the CPU op that issues the copy) lasts
-    at least as long as the op blocks (the preparation, not the copy, is what the step waits for
-    there; a copy that blocks longer than the host work before it is ``h2d_transfer``'s)."""
-    rows = blocking_h2d_rows(ctx)
-    gpu, rt, ops = ctx.trace.gpu_ops, ctx.trace.runtime, ctx.trace.cpu_ops
-    rows = rows[gpu.launch_row[rows] >= 0]
-    if len(rows) == 0 or iv.length(ctx.host_work.spans) <= 0:
-        return np.asarray(rows[:0])
-    calls = np.unique(gpu.launch_row[gpu.launch_row >= 0])
-    calls = calls[np.argsort(rt.ts_us[calls], kind="stable")]
-    launch = gpu.launch_row[rows]
-    op = rt.op_row[launch] if len(ops.ts_us) else np.full(len(launch), -1)
-    issued = np.where(op >= 0, gather(ops.ts_us, op, 0.0), rt.ts_us[launch])
-    blocked = np.where(op >= 0, gather(ops.dur_us, op, 0.0), rt.dur_us[launch])
-    before = np.searchsorted(rt.ts_us[calls], rt.ts_us[launch], side="left") - 1
-    start = float(ctx.trace.steps.cpu_start_us.min()) if len(ctx.trace.steps) else -np.inf
-    lo = np.where(before >= 0, rt.end_us[calls[np.maximum(before, 0)]], start)
-    lo = np.minimum(lo, issued)
-    return np.asarray(rows[covered_between(ctx.host_work.spans, lo, issued) >= blocked])
+    """Rows of ``trace.gpu_ops`` of the blocking host-to-device copies of what the host work
+    made (``h2d_transfer.copies_after``)."""
+    return copies_after(ctx, ctx.host_work.spans)
 
 
 def change(ctx: Context) -> Change | None:
@@ -50,11 +26,7 @@ def change(ctx: Context) -> Change | None:
     work = ctx.host_work
     if work.overlap_us <= 0:
         return None
-    copies = receiving_copies(ctx)
-    gpu = ctx.trace.gpu_ops
-    return Change(removed_cpu=work.spans, gpu_dur_us=pinned_durations(ctx, copies),
-                  unblocked=frozenset(gpu.launch_row[copies].tolist())
-                  | frozenset(copy_syncs(ctx, copies).tolist()))
+    return combine(Change(removed_cpu=work.spans), handed_over_pinned(ctx, receiving_copies(ctx)))
 
 
 def find(ctx: Context) -> Finding | None:
