@@ -123,3 +123,87 @@ def test_a_lone_elementwise_kernel_between_gemms_is_not_fused(tmp_path: Path) ->
     assert unfused_elementwise.change(ctx) is None and gain == 0.0
     found = {f.category for f in diagnose(ctx.trace, ctx.options).findings}
     assert "unfused_elementwise" not in found and "cpu_bound" in found
+
+
+ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::Adam>"
+
+
+def model_then_optimizer(path: Path) -> Path:
+    """Steps of a GEMM, two elementwise kernels of the model, then ``Optimizer.step`` with
+    three foreach kernels in a row (eager under ``torch.compile(model)``), queued back to
+    back and synchronized at the end."""
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(3):
+        start, gpu = t, t + 9.0
+        for k, name in enumerate([GEMM, ADD, MUL, ADAM, ADAM, ADAM]):
+            if k == 3:
+                b.annotation("Optimizer.step#AdamW.step", t - 0.5, 3 * 8.0)
+            b.kernel(name, t + 1.0, gpu + 1.0, 30.0, external=b.cpu_op("aten::op", t, 6.0))
+            gpu += 31.0
+            t += 8.0
+        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
+        b.step(s, start, gpu - start + 5.0)
+        t = gpu + 6.0
+    return b.write(path)
+
+
+def test_the_eager_optimizers_foreach_kernels_are_not_fused(tmp_path: Path) -> None:
+    """GIVEN a run of memory-bound kernels that goes on into the optimizer's foreach kernels,
+    WHEN the step is replayed under torch.compile(model), THEN only the model's part of the run
+    is one kernel: the optimizer is not compiled, its three kernels keep their time."""
+    _, ctx = compile_gain(model_then_optimizer(tmp_path / "t.json.gz"))
+    fused = unfused_elementwise.change(ctx)
+    assert fused is not None
+    names = {ctx.trace.name(int(ctx.trace.gpu_ops.name_id[r])) for r in fused.gpu_dur_us}
+    assert names == {MUL} and len(fused.gpu_dur_us) == 3  # the ADD kept (the first longest)
+
+
+GENERIC_ADD = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast"
+               "<at::native::CUDAFunctor_add<c10::BFloat16>>>")
+VECTOR_RELU = ("void at::native::vectorized_elementwise_kernel<8, at::native::(anonymous "
+               "namespace)::launch_clamp_scalar>")
+
+
+def test_a_kept_kernel_aten_ran_without_vector_loads_takes_the_vectorized_rate(
+    tmp_path: Path,
+) -> None:
+    """GIVEN a bias add over a 128 MiB bf16 activation that ATen ran with its generic
+    (offset-calculator) kernel in 300 µs, then a ReLU over the same tensor in the vectorized
+    kernel in 100 µs, WHEN the pair is fused, THEN the fused kernel moves the add's bytes at
+    the ReLU's rate (about 100 µs), not at the add's: the generated kernel loads vectors."""
+    n = 64 * 1024 * 1024  # bf16 elements: 128 MiB a tensor, above the H200's 60 MiB of L2
+    x = {"Input Dims": [[n], [n]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}
+    relu = {"Input Dims": [[n], []], "Input type": ["c10::BFloat16", "Scalar"]}
+    b = TraceBuilder()
+    b.synced_steps([(GEMM, "aten::mm", {}, 50.0), (GENERIC_ADD, "aten::add_", x, 300.0),
+                    (VECTOR_RELU, "aten::clamp_min", relu, 100.0), (GEMM, "aten::mm", {}, 50.0)])
+    _, ctx = compile_gain(b.write(tmp_path / "t.json.gz"))
+    fused = unfused_elementwise.change(ctx)
+    assert fused is not None
+    gpu = ctx.trace.gpu_ops
+    kept = [d for r, d in fused.gpu_dur_us.items() if d > 0]
+    adds = [r for r in fused.gpu_dur_us if ctx.trace.name(int(gpu.name_id[r])) == GENERIC_ADD]
+    assert len(kept) == len(adds) == 3
+    relu_rate = 2 * n * 2 / 100.0  # bytes per µs of the ReLU: read and write n bf16
+    add_bytes = 3 * n * 2
+    assert kept == pytest.approx([add_bytes / relu_rate] * 3, rel=0.05)
+
+
+def test_the_python_compile_removes_leaves_the_profilers_callback_before_each_op(
+    tmp_path: Path,
+) -> None:
+    """GIVEN 100 µs of module Python before an op, recorded with a profiler that costs 3 µs
+    per event, WHEN the Python compile removes is measured, THEN each gap ends 3 µs before the
+    op that closes it: the profiler's enter callback of that op ran there, and the replay
+    takes the op's cost out itself (else it would be taken out twice)."""
+    from aiprof.diagnose.compiled import python_between_ops
+
+    path = eager_block(tmp_path / "t.json.gz", 100.0, 4)
+    ctx = Context(load_trace(path), DiagnoseOptions(profiler_overhead_us=3.0))
+    lo, hi = python_between_ops(ctx)
+    long = (hi - lo) > 50.0  # the module Python; the 1 µs gaps between ops are all callback
+    # each gap: 1 µs between ops plus the 100 µs of Python, less the 3 µs callback
+    assert long.sum() == 10 * 3 and (hi - lo)[long] == pytest.approx([98.0] * 30)
+    next_op = [float(ctx.trace.cpu_ops.ts_us[ctx.trace.cpu_ops.ts_us >= h].min()) for h in hi[long]]
+    assert [n - h for n, h in zip(next_op, hi[long], strict=True)] == pytest.approx([3.0] * 30)

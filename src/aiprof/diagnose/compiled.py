@@ -9,7 +9,10 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
   kernel reads the run's inputs once and writes its outputs once; its time is the longest
   member's (the one that moves the most bytes; the intermediates stay in registers). A lone
   memory-bound kernel between two extern kernels stays: default-mode Inductor does not fuse
-  into cuBLAS epilogues.
+  into cuBLAS epilogues. Only what the compiled model launches fuses: the optimizer's foreach
+  kernels (launched inside ``Optimizer.step``) stay eager and keep their time. A kept member
+  that ATen ran without vector loads (broadcast or strided operands) moves its bytes at the
+  rate the trace's vectorized kernels reach: the generated kernel indexes any stride.
 - **Normalizations.** Inductor decomposes ``batch_norm`` into reductions and elementwise
   kernels it generates (``torch._decomp``'s ``native_batch_norm``), so a cuDNN/ATen NCHW
   BatchNorm kernel (strided per-channel statistics, the input read again to normalize it)
@@ -40,24 +43,122 @@ import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
+from aiprof.analysis.fusion_chains import MIN_LENGTH
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.nhwc import nchw_batch_norm_durations
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rules.cpu_bound import host_cpu
+from aiprof.tensor.costmodel import op_cost
+from aiprof.tensor.trace_ops import call_from_row
 
 OPTIMIZER = re.compile(r"^Optimizer\.")
 """``torch.optim`` annotates ``Optimizer.step#AdamW.step`` and ``Optimizer.zero_grad#...``."""
 
 
+def eager_spans(ctx: Context) -> iv.Intervals:
+    """CPU spans that stay eager under ``torch.compile(model)``: the optimizer's step and what
+    neither compile nor a graph removes (``cpu_bound.host_cpu``)."""
+    return iv.union_all(host_cpu(ctx), optimizer_spans(ctx))
+
+
+def launched_in(ctx: Context, rows: np.ndarray, spans: iv.Intervals) -> np.ndarray:
+    """Per GPU op of ``rows``: launched inside ``spans`` (its launch call's start, else its
+    op's start; neither known: no)."""
+    gpu, ops, rt = ctx.trace.gpu_ops, ctx.trace.cpu_ops, ctx.trace.runtime
+    at = np.full(len(rows), np.nan)
+    op = gpu.op_row[rows]
+    at[op >= 0] = ops.ts_us[op[op >= 0]]
+    launch = gpu.launch_row[rows]
+    at[launch >= 0] = rt.ts_us[launch[launch >= 0]]
+    return np.asarray(iv.contains(spans, at) & ~np.isnan(at))
+
+
+def compiled_runs(ctx: Context) -> list[np.ndarray]:
+    """The runs Inductor fuses: each chain's kernels launched from the compiled model, split
+    where an eager part (the optimizer's foreach kernels) launched one; runs of at least
+    ``fusion_chains.MIN_LENGTH`` kernels."""
+    eager = eager_spans(ctx)
+    runs: list[np.ndarray] = []
+    for chain in ctx.chains.chains:
+        inside = launched_in(ctx, chain.rows, eager)
+        edges = np.diff(np.concatenate([[0], (~inside).astype(np.int8), [0]]))
+        for lo, hi in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+            if hi - lo >= MIN_LENGTH:
+                runs.append(chain.rows[lo:hi])
+    return runs
+
+
+GENERIC_ELEMENTWISE = re.compile(r"^void at::native::(unrolled_)?elementwise_kernel<")
+"""ATen's pointwise kernels without vector loads: ``gpu_kernel_impl`` takes
+``vectorized_elementwise_kernel`` only when every operand is contiguous and aligned, else
+``unrolled_elementwise_kernel`` (contiguous, unaligned) or ``elementwise_kernel`` with an
+offset calculator per element (broadcast or strided operands: a bias over NHWC channels)
+(aten/src/ATen/native/cuda/CUDALoops.cuh)."""
+VECTORIZED_ELEMENTWISE = re.compile(r"^void at::native::vectorized_elementwise_kernel<")
+RATE_SAMPLE = 256
+"""Vectorized kernels whose rate is read, the longest first (the ones on the largest tensors;
+the cost model per op is Python, so a trace of millions of kernels reads this many)."""
+
+
+def op_bytes(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Per GPU op of ``rows``: the bytes its launching op moves (the op cost model; 0 where
+    unknown: no shapes, no op, no model)."""
+    ops = ctx.trace.gpu_ops.op_row[rows]
+    out = np.zeros(len(rows))
+    for i, op in enumerate(ops):
+        if op >= 0:
+            cost = op_cost(call_from_row(ctx.trace, int(op)))
+            out[i] = cost.bytes_total if cost.has_model else 0.0
+    return out
+
+
+def vectorized_rate(ctx: Context) -> float | None:
+    """Bytes per µs the trace's vectorized ATen pointwise kernels reach on tensors larger
+    than the L2 cache (their bytes come from DRAM), the highest, at most the DRAM bandwidth;
+    None without such a kernel or the L2 size."""
+    product, bandwidth = ctx.spec.product, ctx.memory_bytes_per_s()
+    if product is None or not product.l2_bytes or not bandwidth:
+        return None
+    gpu = ctx.trace.gpu_ops
+    rows = np.flatnonzero(ctx.trace.strings.mask(gpu.name_id, VECTORIZED_ELEMENTWISE))
+    rows = rows[np.argsort(-gpu.dur_us[rows], kind="stable")[:RATE_SAMPLE]]
+    nbytes = op_bytes(ctx, rows)
+    large = nbytes > product.l2_bytes
+    if not large.any():
+        return None
+    rate = float(np.max(nbytes[large] / np.maximum(gpu.dur_us[rows[large]], 1e-9)))
+    return min(rate, bandwidth / 1e6)
+
+
 def fused_durations(ctx: Context) -> tuple[dict[int, float], np.ndarray]:
     """New durations of the fused runs (the longest member kept, the others 0) and the rows
-    of the kernels fused away."""
+    of the kernels fused away. A kept member ATen ran without vector loads takes its bytes at
+    the vectorized rate (``vectorized_rate``): the generated kernel indexes broadcast and
+    strided operands and still loads vectors."""
     dur = ctx.trace.gpu_ops.dur_us
+    new: dict[int, float] = {}
     gone: list[int] = []
-    for run in ctx.chains.chains:
-        keep = int(run.rows[int(np.argmax(dur[run.rows]))])
-        gone += [int(r) for r in run.rows if int(r) != keep]
-    return {r: 0.0 for r in gone}, np.asarray(gone, dtype=np.int64)
+    kept: list[int] = []
+    for run in compiled_runs(ctx):
+        keep = int(run[int(np.argmax(dur[run]))])
+        kept.append(keep)
+        gone += [int(r) for r in run if int(r) != keep]
+    new.update(generated_durations(ctx, np.asarray(kept, dtype=np.int64)))
+    new.update({r: 0.0 for r in gone})
+    return new, np.asarray(gone, dtype=np.int64)
+
+
+def generated_durations(ctx: Context, kept: np.ndarray) -> dict[int, float]:
+    """The kept members ATen ran without vector loads, at their bytes over the vectorized
+    rate (never longer than they took)."""
+    names = ctx.trace.gpu_ops.name_id[kept]
+    generic = kept[ctx.trace.strings.mask(names, GENERIC_ELEMENTWISE)]
+    rate = vectorized_rate(ctx) if len(generic) else None
+    if rate is None:
+        return {}
+    nbytes, dur = op_bytes(ctx, generic), ctx.trace.gpu_ops.dur_us[generic]
+    return {int(r): float(min(d, b / rate)) for r, d, b in zip(generic, dur, nbytes, strict=True)
+            if b > 0}
 
 
 def optimizer_spans(ctx: Context) -> iv.Intervals:
@@ -87,7 +188,7 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
         return None
     bandwidth = ctx.memory_bytes_per_s()
     norms = nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
-    eager = iv.union_all(host_cpu(ctx), optimizer_spans(ctx))
+    eager = eager_spans(ctx)
     removed = iv.union_all(launch_spans(ctx, gone), python_between_ops(ctx))
     return Change(gpu_dur_us={**norms, **fused, **extra_gpu_dur_us},
                   removed_cpu=iv.subtract(removed, eager))
@@ -95,11 +196,15 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
 
 def python_between_ops(ctx: Context) -> iv.Intervals:
     """Host time inside the steps with no CPU op or runtime call on any thread: the Python of
-    the modules between their ops (the compiled graph runs none of it)."""
+    the modules between their ops (the compiled graph runs none of it). Each gap's last
+    ``profiler_overhead_us`` stays: the profiler's enter callback of the event that ends it ran
+    there (before the event's timestamp), and the replay takes that event's cost out already."""
     ops, rt = ctx.trace.cpu_ops, ctx.trace.runtime
     if len(ops.ts_us) == 0:
         return iv.EMPTY
     events = iv.union(np.concatenate([ops.ts_us, rt.ts_us]),
                       np.concatenate([ops.end_us, rt.end_us]))
-    return iv.subtract(step_window(ctx.trace), events)
+    lo, hi = iv.subtract(step_window(ctx.trace), events)
+    hi = np.maximum(hi - ctx.timeline.profiler_overhead_us, lo)
+    return lo[hi > lo], hi[hi > lo]
 
