@@ -45,6 +45,8 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         timeline.sync_id.tolist(), timeline.after.tolist(), timeline.delay_us.tolist(),
         np.broadcast_to(timeline.gap_us, len(durations)).tolist(), strict=True,
     )):
+        if change.queued_gap_us is not None:  # a graph's turnaround (added 2026-12-01)
+            gap = min(gap, change.queued_gap_us)
         cpu += work[k]
         blocks = sync_id not in change.unblocked
         if kind == SYNC:

@@ -178,13 +178,13 @@ def test_counterfactual_suite_holds_its_floors() -> None:
     that loses a hit fails here, apart from the acceptance below, which still fails."""
     suite = counterfactual_score()
     assert len(suite.workloads) >= 24
-    assert suite.top1_hits >= 19 and suite.gain_hits >= 24 and suite.false_positives <= 1, (
+    assert suite.top1_hits >= 19 and suite.gain_hits >= 25 and suite.false_positives <= 1, (
         suite.top1_hits, suite.gain_hits, suite.false_positives)
 
 
 @needs_counterfactual
 @pytest.mark.xfail(strict=True, reason=(
-    "parts 1 and 2 (26 workloads, H200, 2026-12-01): top-1 19/21, gain within ±30% 24/41, "
+    "parts 1 and 2 (26 workloads, H200, 2026-12-01): top-1 19/21, gain within ±30% 25/41, "
     "1 false positive (misaligned_shapes on gpt2_vocab); docs/diagnose.md lists every miss"))
 def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
     suite = counterfactual_score()

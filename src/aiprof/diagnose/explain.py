@@ -63,8 +63,9 @@ def replay_parts(ctx: Context, change: Change) -> dict[str, Any]:
 def _gpu_parts(ctx: Context, change: Change) -> tuple[float, float, list[dict[str, Any]]]:
     """GPU time the new durations take out, the turnaround of removed ops, the top ops."""
     tl = ctx.timeline
+    shorter = _shorter_turnaround_us(tl, change)
     if not change.gpu_dur_us:
-        return 0.0, 0.0, []
+        return 0.0, shorter, []
     events = np.flatnonzero(tl.gpu_row >= 0)
     rows = tl.gpu_row[events]
     new = np.array([change.gpu_dur_us.get(int(r), np.nan) for r in rows.tolist()])
@@ -75,8 +76,18 @@ def _gpu_parts(ctx: Context, change: Change) -> tuple[float, float, list[dict[st
         side = np.isin(rows[changed], np.fromiter(change.side_stream_rows, np.int64))
         saved[side] = old[side]
     gaps = np.broadcast_to(tl.gap_us, len(tl.kind))[events][changed]
-    turnaround = float(np.sum(gaps[(new[changed] <= 0) & (old > 0)]))
+    turnaround = float(np.sum(gaps[(new[changed] <= 0) & (old > 0)])) + shorter
     return float(saved.sum()), turnaround, _top_ops(ctx, rows[changed], saved)
+
+
+def _shorter_turnaround_us(tl: Timeline, change: Change) -> float:
+    """What a cap on the turnaround of queued ops (``Change.queued_gap_us``) can take out: the
+    cut of every op's turnaround (an op that was not queued had none to cut)."""
+    if change.queued_gap_us is None:
+        return 0.0
+    ops = (tl.gpu_row >= 0) & (tl.gpu_dur_us > 0)
+    gaps = np.broadcast_to(tl.gap_us, len(tl.kind))[ops]
+    return float(np.sum(np.maximum(gaps - change.queued_gap_us, 0.0)))
 
 
 def _top_ops(ctx: Context, rows: np.ndarray, saved: np.ndarray) -> list[dict[str, Any]]:

@@ -107,6 +107,9 @@ class Change:
     keep_launch_calls: bool = False
     """``launch_work_scale`` scales the CPU work between events only; each launch keeps its
     call (``torch.compile``: the generated code still launches every kernel it keeps)."""
+    queued_gap_us: float | None = None
+    """Turnaround of a queued op at most this (CUDA graphs: a graph's kernels follow each
+    other faster than kernels launched one by one on a stream); None keeps the trace's."""
     side_stream_rows: frozenset[int] = frozenset()
     """``gpu_row`` s moved to a stream of their own (a copy prefetched on a side stream, a
     step ahead): the later ops of their stream no longer wait for them, and the step still
@@ -128,6 +131,8 @@ def combine(*changes: Change) -> Change:
         protected_cpu=iv.union_all(*(c.protected_cpu for c in changes)),
         keep_launch_calls=all(c.keep_launch_calls for c in changes
                               if c.launch_work_scale != 1.0),
+        queued_gap_us=min((c.queued_gap_us for c in changes if c.queued_gap_us is not None),
+                          default=None),
         side_stream_rows=frozenset().union(*(c.side_stream_rows for c in changes)),
     )
 
@@ -261,8 +266,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     calls, owns = call_times(timeline, change)
     ptr, idx = array("q", timeline.wait_ptr.tolist()), array("q", timeline.wait_idx.tolist())
     events = _rows([timeline.kind, streams, durations, timeline.sync_id, timeline.after,
-                    timeline.delay_us, np.broadcast_to(timeline.gap_us, len(durations)), work,
-                    calls, owns])
+                    timeline.delay_us, queued_gaps(timeline, change), work, calls, owns])
     for k, (kind, stream, dur, sync_id, after, delay, gap, work_k, call_k, own_k) in enumerate(
         events
     ):
@@ -330,6 +334,14 @@ def _rows(columns: list[np.ndarray]) -> Iterator[tuple[Any, ...]]:
         zip(*(c[lo : lo + ROWS_PER_CHUNK].tolist() for c in columns), strict=True)
         for lo in range(0, n, ROWS_PER_CHUNK)
     )
+
+
+def queued_gaps(timeline: Timeline, change: Change) -> np.ndarray:
+    """Each event's turnaround after the previous op of its stream, with the change's cap."""
+    gaps = np.broadcast_to(timeline.gap_us, len(timeline.kind))
+    if change.queued_gap_us is None:
+        return gaps
+    return np.asarray(np.minimum(gaps, change.queued_gap_us))
 
 
 def new_durations(timeline: Timeline, change: Change) -> np.ndarray:

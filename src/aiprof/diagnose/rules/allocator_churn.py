@@ -10,7 +10,7 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.replay import Change
+from aiprof.diagnose.replay import Change, covered_between
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.scope import is_cold
 
@@ -36,13 +36,58 @@ def slow_path_spans(ctx: Context) -> iv.Intervals:
     return iv.union(rt.ts_us[rows], rt.end_us[rows])
 
 
+def malloc_ops(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """The CPU ops (rows) that call the churn's ``cudaMalloc`` and the end of each op's last
+    such call."""
+    rt = ctx.trace.runtime
+    calls = np.flatnonzero(ctx.trace.strings.mask(rt.name_id, MALLOC_CALL))
+    calls = calls[iv.contains(ctx.allocator.call_spans, rt.ts_us[calls]) & (rt.op_row[calls] >= 0)]
+    if len(calls) == 0 or len(ctx.trace.cpu_ops.ts_us) == 0:
+        return calls[:0], np.zeros(0)
+    ops, last = np.unique(rt.op_row[calls], return_inverse=True)
+    ends = np.full(len(ops), -np.inf)
+    np.maximum.at(ends, last, rt.end_us[calls])
+    return ops, ends
+
+
+def slow_path_excess(ctx: Context, calls: iv.Intervals) -> iv.Intervals:
+    """CPU time the caching allocator's slow path adds inside an op that calls ``cudaMalloc``,
+    beyond its allocator ``calls``: the op's time minus the median time of its twins (the same
+    op with the same input shapes, recorded without a ``cudaMalloc``), placed right after its
+    last ``cudaMalloc``. On a cache miss the allocator searches its pools, tries to free cached
+    blocks and records the new segment before and after the call (c10/cuda/
+    CUDACachingAllocator.cpp, ``malloc``); with the cache kept, the twin's path is the op's.
+    None without recorded shapes (twins by name alone differ in size)."""
+    ops = ctx.trace.cpu_ops
+    rows, after = malloc_ops(ctx)
+    rows_ok = ops.input_dims_id[rows] >= 0
+    rows, after = rows[rows_ok], after[rows_ok]
+    if len(rows) == 0:
+        return iv.EMPTY
+    key = ops.name_id.astype(np.int64) * (1 << 32) + ops.input_dims_id.astype(np.int64)
+    twins = np.setdiff1d(np.flatnonzero(ops.input_dims_id >= 0), rows)
+    order = np.argsort(key[twins], kind="stable")
+    twin_keys, twin_us = key[twins][order], ops.dur_us[twins][order]
+    keys, of_row = np.unique(key[rows], return_inverse=True)  # a median per kind of op
+    lo = np.searchsorted(twin_keys, keys, side="left")
+    hi = np.searchsorted(twin_keys, keys, side="right")
+    typical = np.array([float(np.median(twin_us[a:b])) if b > a else np.inf
+                        for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])[of_row]
+    inside = covered_between(calls, ops.ts_us[rows], ops.end_us[rows])
+    excess = np.maximum(ops.dur_us[rows] - inside - typical, 0.0)
+    end = np.minimum(after + excess, ops.end_us[rows])
+    keep = np.isfinite(typical) & (end > after)
+    return iv.union(after[keep], end[keep])
+
+
 def change(ctx: Context) -> Change | None:
-    """The malloc/free calls' CPU time (with the allocator's capture check before each malloc)
-    removed, and cudaFree's device sync."""
+    """The malloc/free calls' CPU time (with the allocator's capture check before each malloc
+    and its slow path inside the op) removed, and cudaFree's device sync."""
     al = ctx.allocator
     if al.num_mallocs + al.num_frees == 0:
         return None
-    return Change(removed_cpu=iv.union_all(al.call_spans, slow_path_spans(ctx)),
+    calls = iv.union_all(al.call_spans, slow_path_spans(ctx))
+    return Change(removed_cpu=iv.union_all(calls, slow_path_excess(ctx, calls)),
                   unblocked=frozenset(al.free_rows.tolist()))
 
 
@@ -61,6 +106,8 @@ def find(ctx: Context) -> Finding | None:
             "mallocs_per_step": round(al.num_mallocs / steps, 1),
             "frees_per_step": round(al.num_frees / steps, 1),
             "allocator_ms_per_step": ms((al.malloc_us + al.free_us) / steps),
+            "slow_path_ms_per_step": ms(
+                iv.length(slow_path_excess(ctx, al.call_spans)) / max(len(ctx.trace.steps), 1)),
             "reserved_memory_drops": al.num_reserved_drops,
             "steady_steps": al.num_steady_steps,
         },
@@ -69,7 +116,9 @@ def find(ctx: Context) -> Finding | None:
             "gc.collect()) from the loop, keep tensor shapes static (pad/bucket variable "
             "lengths), and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
         ),
-        model="replay without the malloc/free calls' CPU time and without cudaFree's device sync",
+        model=("replay without the malloc/free calls' CPU time, the allocator's slow path in "
+               "the ops that call cudaMalloc (their time beyond the calls and beyond their "
+               "same-shape twins'), and cudaFree's device sync"),
         change=fix,
     )
 

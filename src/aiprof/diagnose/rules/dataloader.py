@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.replay import Change
+from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
+from aiprof.diagnose.rules.h2d_transfer import copies_after, handed_over_pinned
 
 
 def change(ctx: Context) -> Change | None:
-    """The DataLoader spans' CPU time removed."""
-    return Change(removed_cpu=ctx.dataloader.spans) if ctx.dataloader.mean_us > 0 else None
+    """The DataLoader spans' CPU time removed, and the blocking copy of each batch made
+    asynchronous from pinned memory (workers with ``pin_memory=True`` hand the batch over
+    pinned; ``h2d_transfer.copies_after``)."""
+    if ctx.dataloader.mean_us <= 0:
+        return None
+    batches = handed_over_pinned(ctx, copies_after(ctx, ctx.dataloader.spans))
+    return combine(Change(removed_cpu=ctx.dataloader.spans), batches)
 
 
 def find(ctx: Context) -> Finding | None:
@@ -33,7 +39,8 @@ def find(ctx: Context) -> Finding | None:
             "persistent_workers=True, prefetch_factor=4); move heavy transforms into the "
             "dataset (they then run in the workers) or onto the GPU."
         ),
-        model="replay with the DataLoader spans' CPU time removed",
+        model=("replay with the DataLoader spans' CPU time removed and each batch's blocking "
+               "copy asynchronous from pinned memory"),
         change=fix,
     )
 

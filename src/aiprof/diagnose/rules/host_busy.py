@@ -3,16 +3,30 @@ outside a DataLoader, a long blocking runtime call or copy)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.replay import Change
+from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
+from aiprof.diagnose.rules.h2d_transfer import copies_after, handed_over_pinned
+
+
+def receiving_copies(ctx: Context) -> np.ndarray:
+    """Rows of ``trace.gpu_ops`` of the blocking host-to-device copies of what the host work
+    made (``h2d_transfer.copies_after``)."""
+    return copies_after(ctx, ctx.host_work.spans)
 
 
 def change(ctx: Context) -> Change | None:
-    """The host work's CPU time removed (done elsewhere, while the GPU works)."""
+    """The host work's CPU time removed (done elsewhere, while the GPU works), and the blocking
+    host-to-device copies of what it made asynchronous from pinned memory: DataLoader workers
+    hand their batches over pinned (``pin_memory=True``), so the copy that followed the work in
+    the loop no longer waits for the GPU to drain."""
     work = ctx.host_work
-    return Change(removed_cpu=work.spans) if work.overlap_us > 0 else None
+    if work.overlap_us <= 0:
+        return None
+    return combine(Change(removed_cpu=work.spans), handed_over_pinned(ctx, receiving_copies(ctx)))
 
 
 def find(ctx: Context) -> Finding | None:
@@ -33,6 +47,7 @@ def find(ctx: Context) -> Finding | None:
             "host_work_while_gpu_idle_ms_per_step": ms(work.overlap_us / steps),
             "gpu_idle_ms_per_step": ms(work.gpu_idle_us / steps),
             "host_work_ms_per_step": ms(sum(i.total_us for i in work.items) / steps),
+            "copies_made_asynchronous_per_step": round(len(receiving_copies(ctx)) / steps, 1),
             "host_ops": [
                 {"name": i.name, "kind": i.kind, "count": i.count,
                  "ms_per_step": ms(i.total_us / steps),
@@ -49,7 +64,8 @@ def find(ctx: Context) -> Finding | None:
             "creates the context or loads modules blocks for up to seconds: run warm-up "
             "steps before the profiled ones."
         ),
-        model="replay with the CPU time of these host ops and calls removed",
+        model=("replay with the CPU time of these host ops and calls removed, and the blocking "
+               "host-to-device copies of what they made asynchronous from pinned memory"),
         change=fix,
     )
 

@@ -12,12 +12,15 @@ from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
+from aiprof.diagnose.rules.h2d_transfer import blocking_h2d_rows, copy_syncs
 from aiprof.diagnose.sync_sites import sync_callers
 
 
 def chosen_syncs(ctx: Context) -> np.ndarray:
-    """Sync points other than host-to-device copies (those are ``h2d_transfer``'s)."""
+    """Sync points other than blocking host-to-device copies and the stream synchronize of a
+    pageable copy's own op (those are ``h2d_transfer``'s)."""
     h2d = np.array(["HtoD" in k for k in ctx.syncs.kind], dtype=bool)
+    h2d |= np.isin(ctx.syncs.call_row, copy_syncs(ctx, blocking_h2d_rows(ctx)))
     return np.flatnonzero(~h2d)
 
 
