@@ -186,3 +186,44 @@ def test_every_disagreement_is_inside_the_rounds_own_spread() -> None:
     assert sum(1 for _, p in pairs if p["agree"]) == 7 and len(misses) == 13
     for p in misses:
         assert max(_spread(p["aiprof"]), _spread(p["twin"])) > p["bound_points"], p["fix"]
+
+
+def _comparisons(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(s["script"], c["fix"]): c for s in doc["scripts"] for c in s.get("comparison", [])}
+
+
+def _fastest_step_us(doc: dict[str, Any], script: str) -> dict[tuple[int, str], float]:
+    (entry,) = [s for s in doc["scripts"] if s["script"] == script]
+    return {(r["round"], r["label"]): min(r["step_us"]) for r in entry["try"]["runs"]
+            if r["status"] == "ok" and r["step_us"]}
+
+
+def test_three_second_windows_agree_on_3_of_the_11_host_bound_pairs() -> None:
+    doc = _load("h200_try_suite_floor3s.json")
+    assert doc["protocol"]["min_timed_s"] == 3.0 and doc["protocol"]["statistic"] == "floor"
+    agree = {key for key, c in _comparisons(doc).items() if c["agree"]}
+    assert len(_comparisons(doc)) == 11 and agree == {
+        ("bert_train", "fused_optimizer"), ("unet_train", "expandable_segments"),
+        ("segmentation_train", "cudnn_benchmark")}
+
+
+def test_the_mlps_fused_fix_runs_faster_than_its_twin_in_every_round() -> None:
+    """Not noise: the twin's fastest step is above the fix's in all 6 rounds of two runs."""
+    above = []
+    for name in ("h200_try_suite_floor3s.json", "h200_try_suite_floor_a.json"):
+        fastest = _fastest_step_us(_load(name), "mlp_train")
+        rounds = sorted({r for r, label in fastest if label == "fused_optimizer_twin"})
+        above += [100 * (fastest[(r, "fused_optimizer_twin")] / fastest[(r, "fused_optimizer")]
+                         - 1) for r in rounds]
+    assert len(above) == 6 and 8.0 < min(above) and max(above) < 19.2
+
+
+def test_turns_of_live_processes_agreed_no_better() -> None:
+    pinned = _load("h200_try_turns_pinned.json")
+    unpinned = _load("h200_try_turns_unpinned.json")
+    assert pinned["summary"] == {"num_pairs": 11, "num_judged": 11, "num_agree": 0}
+    assert unpinned["summary"] == {"num_pairs": 5, "num_judged": 5, "num_agree": 1}
+    (bert,) = [s for s in unpinned["scripts"] if s["script"] == "bert_train"]
+    base = [statistics.median(r["step_us"]) for r in bert["try"]["runs"]
+            if r["label"] == "base" and r["status"] == "ok"]
+    assert len(base) == 12 and min(base) < 16.5e3 and max(base) > 22.4e3
