@@ -1,15 +1,14 @@
 """The way back from the model threads to the event loop: batches that ended wait in an inbox,
 and the loop is woken for them only when it must be.
 
-A wake-up is a write to the loop's self-pipe (``call_soon_threadsafe``), then a ``select`` and
-two reads on the loop's side: about as much CPU as the request's own arrival (the 2-core VM,
-2026-12-01: 24 us per request for a socket echo on the loop, 47 us with one trip to a thread
-and back). The loop needs it at once only when something waits on it: requests queued for an
-instance (the loop *asks*), a future to set, ``close()`` draining. Otherwise a batch whose
-answers its thread already sent waits here, and the loop takes it (its bookkeeping: metrics,
-the instance free again) the next time it runs. One lock orders the loop's ask against the
-threads' puts, so no wake-up is lost: either the loop finds the batch, or the thread sees the
-ask.
+A wake-up is a write to the loop's self-pipe (``call_soon_threadsafe``), then a ``select``, a
+loop iteration and two reads on the loop's side: as much as the arrival of a request costs the
+loop, for every batch. The loop needs it at once only when something waits on it: requests
+queued for an instance (the loop *asks*), a future to set, ``close()`` draining. Otherwise a
+batch whose answers its thread already sent waits here, and the loop takes it (its
+bookkeeping: metrics, the instance free again) the next time it runs. One lock orders the
+loop's ask against the threads' puts, so no wake-up is lost: either the loop finds the batch,
+or the thread sees the ask.
 """
 
 from __future__ import annotations
