@@ -178,8 +178,9 @@ class StackCosts:
 
     ``handoff``: the batcher's time per batch (dispatch to the batch's end: its answers sent from
     the model thread, or back on the loop for futures) minus the engine's own call: the trip to
-    the model thread and the Python around the call. ``transport``: a request's latency at the client minus its latency in the
-    batcher: the socket both ways, the front end, the loop being busy when it arrives."""
+    the model thread and the Python around the call. ``transport``: a request's latency at the
+    client minus its latency in the batcher: the socket both ways, the front end, the loop being
+    busy when it arrives."""
 
     handoff_alone_us: float
     transport_alone_us: float
