@@ -5,9 +5,17 @@ socket into the batcher, against a model function that returns at once in the ba
 threads (as the serving engine runs). Printed: the serving process's CPU time per request (every
 thread: the socket front end, the batcher, the model threads' hand-offs) and its parts (the event
 loop's thread, the model threads, the rest), counted from the load generator's connection to its
-end, the loop's iterations per request, the client-side latency,
-and, measured in the same run as the baseline, the batcher alone in one process with the
-in-process load generator (``benchmarks/batcher_overhead.py``'s method).
+end, the loop's iterations per request and the client-side latency, for two request paths run
+in turn on the same arrivals:
+
+- *group* (the serving path): the requests of one read queued together
+  (``DynamicBatcher.submit_many``), a batch answered by one send from its model thread;
+- *per request* (the path before it, kept here as the baseline): one ``submit`` and one future
+  per request, whose done-callback packs its answer, the answers of a loop iteration in one
+  ``write``, and the loop woken for every batch that ends;
+
+and, as a second baseline, the batcher alone in one process with the in-process load generator
+(``benchmarks/batcher_overhead.py``'s method).
 
     python benchmarks/serving_overhead.py [--rate 5000] [--requests 20000] [--delay-ms 0] [--json]
 """
@@ -15,25 +23,96 @@ in-process load generator (``benchmarks/batcher_overhead.py``'s method).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import functools
 import json
+import struct
 from typing import Any
 
 import numpy as np
 
+from aiprof.errors import AiprofError
 from aiprof.inference.arrivals import poisson_arrivals
+from aiprof.inference.batcher import DynamicBatcher
+from aiprof.inference.failures import RequestRejectedError
 from aiprof.inference.policy import BatchPolicy
-from aiprof.inference.serving import OpenLoad, serve
+from aiprof.inference.serving import FrontEnd, OpenLoad, serve
+from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
+
+_ANSWER = struct.Struct("<IBBHi")
+
+
+class PerRequestServer(asyncio.Protocol):
+    """The front end before request groups: one ``submit``, future and done-callback per request
+    (answers of one loop iteration leave in one ``write``)."""
+
+    def __init__(self, batcher: DynamicBatcher, num_slots: int,
+                 closed: asyncio.Future[None]) -> None:
+        self._batcher, self._num_slots, self._closed = batcher, num_slots, closed
+        self._reader = RecordReader(REQUEST)
+        self._out: list[bytes] = []
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        for rid, slot, priority, _, deadline in self._reader.feed(data).tolist():
+            if slot >= self._num_slots:
+                self._send(rid, REJECTED, "other", 0)
+                continue
+            try:
+                future = self._batcher.submit((rid, slot), priority=priority or None,
+                                              deadline_in_us=deadline or None)
+            except AiprofError:
+                self._send(rid, REJECTED, "other", 0)
+                continue
+            future.add_done_callback(functools.partial(self._answer, rid))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _answer(self, rid: int, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            self._send(rid, REJECTED, "cancelled", 0)
+            return
+        error = future.exception()
+        if error is None:
+            value = future.result()
+            self._send(rid, OK, "", value if isinstance(value, int) else 0)
+            return
+        status = REJECTED if isinstance(error, RequestRejectedError) else FAILED
+        self._send(rid, status, str(getattr(error, "reason", "model_error")), 0)
+
+    def _send(self, rid: int, status: int, reason: str, value: int) -> None:
+        if not self._out:
+            self._loop.call_soon(self._flush)
+        self._out.append(_ANSWER.pack(rid, status, reason_code(reason), 0, value))
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(b"".join(out))
 
 
 def _zero_cost(batch: list[Any]) -> list[int]:
     return [rid for rid, _slot in batch]
 
 
-def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int
-            ) -> dict[str, float]:
+PATHS: dict[str, FrontEnd | None] = {"group": None, "per request": PerRequestServer}
+
+
+def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
+            path: str = "group") -> dict[str, float]:
     """One run through the socket: the server's CPU per request and what the client saw."""
     arrivals = poisson_arrivals(rate_rps, num_requests, seed=seed)
-    run = serve(_zero_cost, policy, OpenLoad(arrivals_us=tuple(arrivals.tolist())), num_slots=1)
+    front_end = PATHS[path]
+    load = OpenLoad(arrivals_us=tuple(arrivals.tolist()))
+    run = (serve(_zero_cost, policy, load, num_slots=1) if front_end is None
+           else serve(_zero_cost, policy, load, num_slots=1, front_end=front_end))
     assert run.probes is not None
     parts = run.probes.cpu_us_per_request
     return {"server_cpu_us_per_request": run.server_cpu_us_per_request,
@@ -43,7 +122,18 @@ def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int
             "loop_iterations_per_request": run.probes.loop.num_iterations / num_requests,
             "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
             "latency_p99_us": run.latency_p99_us, "mean_batch_size": run.server.mean_batch_size,
-            "lost": run.num_lost}
+            "lost": run.num_lost, "duplicated": run.num_duplicated}
+
+
+def _line(path: str, rate: float, r: dict[str, float]) -> str:
+    return (f"{path:>11}: {rate:.0f} req/s offered, {r['throughput_rps']:.0f} served: serving "
+            f"process CPU {r['server_cpu_us_per_request']:.1f} us/request (loop "
+            f"{r['loop_cpu_us_per_request']:.1f}, model threads "
+            f"{r['model_threads_cpu_us_per_request']:.1f}, other "
+            f"{r['other_cpu_us_per_request']:.1f}; {r['loop_iterations_per_request']:.2f} loop "
+            f"iterations per request), client latency P50 {r['latency_p50_us']:.0f} us, P99 "
+            f"{r['latency_p99_us']:.0f} us, mean batch {r['mean_batch_size']:.2f}, lost "
+            f"{r['lost']:.0f}, answered twice {r['duplicated']:.0f}")
 
 
 def main() -> None:
@@ -58,29 +148,31 @@ def main() -> None:
     from batcher_overhead import measure as batcher_alone  # the same folder
 
     policy = BatchPolicy(max_batch_size=args.max_batch, max_queue_delay_us=args.delay_ms * 1e3)
-    runs, baseline = [], []
-    for seed in range(args.repeats):
-        runs.append(measure(args.rate, args.requests, policy, seed))
+    runs: dict[str, list[dict[str, float]]] = {path: [] for path in PATHS}
+    baseline = []
+    for seed in range(args.repeats):  # the paths in turn, so both see the same machine
+        for path in PATHS:
+            runs[path].append(measure(args.rate, args.requests, policy, seed, path))
+            if not args.json:
+                print(_line(path, args.rate, runs[path][-1]), flush=True)
         baseline.append(batcher_alone(args.rate, args.requests, args.max_batch, seed))
-    median = float(np.median([r["server_cpu_us_per_request"] for r in runs]))
+    median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
+              for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
-    summary = {"runs": runs, "median_server_cpu_us_per_request": median,
-               "median_batcher_alone_cpu_us_per_request": alone, "ratio": median / alone}
+    ratios = [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
+              for new, old in zip(runs["group"], runs["per request"], strict=True)]
+    summary = {"runs": runs["group"], "per_request_runs": runs["per request"],
+               "median_server_cpu_us_per_request": median["group"],
+               "median_per_request_path_cpu_us_per_request": median["per request"],
+               "per_request_over_group": ratios,
+               "median_batcher_alone_cpu_us_per_request": alone,
+               "ratio": median["group"] / alone}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
-    for r, b in zip(runs, baseline, strict=True):
-        print(f"{args.rate:.0f} req/s offered, {r['throughput_rps']:.0f} served: serving process "
-              f"CPU {r['server_cpu_us_per_request']:.1f} us/request (loop "
-              f"{r['loop_cpu_us_per_request']:.1f}, model threads "
-              f"{r['model_threads_cpu_us_per_request']:.1f}, other "
-              f"{r['other_cpu_us_per_request']:.1f}; {r['loop_iterations_per_request']:.2f} loop "
-              f"iterations per request; batcher alone "
-              f"{b['overhead_cpu_us_per_request']:.1f}), client latency P50 "
-              f"{r['latency_p50_us']:.0f} us, P99 {r['latency_p99_us']:.0f} us, mean batch "
-              f"{r['mean_batch_size']:.2f}, lost {r['lost']:.0f}")
-    print(f"median serving process CPU {median:.1f} us/request; batcher alone {alone:.1f} "
-          f"({median / alone:.2f}x)")
+    print(f"median serving process CPU {median['group']:.1f} us/request (per-request path "
+          f"{median['per request']:.1f}; per request / group, run by run: "
+          f"{', '.join(f'{r:.2f}x' for r in ratios)}); batcher alone {alone:.1f}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ host, copies + forward on the device, CUDA graphs per batch-size bucket), capaci
 batcher open-loop at 40% and 80% of capacity and closed-loop at 1-64 clients with the simulator
 beside each, the batches' costs under load, the SLO tuner's policy checked by a real run, a 10x
 overload, the bare eager forward curve for reference, and the serving process's CPU per request at
-5,000 req/s with a model that costs nothing. One JSON under $OUT/serving/ (and a log);
+5,000 req/s with a model that costs nothing (the serving path, and the per-request path before it
+as the baseline, in turn). The loads are served with the preferred batch sizes and instance count
+the simulator chose from the curve (``BenchConfig.choose_preferred``). One JSON under
+$OUT/serving/ (and a log);
 every model and precision catches its own errors, and no new one starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
@@ -209,23 +212,40 @@ def _zero_cost(batch: list[Any]) -> list[int]:
 
 def serving_overhead(smoke: bool) -> dict[str, Any]:
     """The serving process's CPU per request at 5,000 req/s with a model that costs nothing
-    (benchmarks/serving_overhead.py's measurement, on this machine's host CPU)."""
+    (benchmarks/serving_overhead.py's measurement, on this machine's host CPU): the serving path
+    (request groups, answers sent from the model threads) and the per-request path before it
+    (one future per request), in turn on the same arrivals, three times each. The top-level
+    fields are the serving path's median run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from serving_overhead import PATHS  # the per-request path lives there, as the baseline
+
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.policy import BatchPolicy
     from aiprof.inference.serving import OpenLoad, serve
 
-    count = 1000 if smoke else 10_000
-    arrivals = poisson_arrivals(5000.0, count, seed=0)
-    run = serve(_zero_cost, BatchPolicy(max_batch_size=32),
-                OpenLoad(arrivals_us=tuple(arrivals.tolist())), num_slots=1)
-    return {"rate_rps": 5000.0, "num_requests": count,
-            "server_cpu_us_per_request": run.server_cpu_us_per_request,
-            "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
-            "latency_p99_us": run.latency_p99_us, "num_lost": run.num_lost,
-            "mean_batch_size": run.server.mean_batch_size,
-            "loop_iterations_per_request": (run.probes.loop.num_iterations / count
-                                            if run.probes else None),
-            "evidence": plain(tail_evidence(run))}
+    count, repeats = (1000, 1) if smoke else (10_000, 3)
+    runs: dict[str, list[dict[str, Any]]] = {path: [] for path in PATHS}
+    for seed in range(repeats):
+        load = OpenLoad(arrivals_us=tuple(poisson_arrivals(5000.0, count, seed=seed).tolist()))
+        for path, front_end in PATHS.items():
+            options = {} if front_end is None else {"front_end": front_end}
+            run = serve(_zero_cost, BatchPolicy(max_batch_size=32), load, num_slots=1,
+                        **options)
+            runs[path].append({
+                "seed": seed, "server_cpu_us_per_request": run.server_cpu_us_per_request,
+                "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
+                "latency_p99_us": run.latency_p99_us, "num_lost": run.num_lost,
+                "num_duplicated": run.num_duplicated,
+                "mean_batch_size": run.server.mean_batch_size,
+                "loop_iterations_per_request": (run.probes.loop.num_iterations / count
+                                                if run.probes else None),
+                "evidence": plain(tail_evidence(run))})
+    group = sorted(runs["group"], key=lambda r: r["server_cpu_us_per_request"])
+    median = group[len(group) // 2]
+    ratios = [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
+              for new, old in zip(runs["group"], runs["per request"], strict=True)]
+    return {"rate_rps": 5000.0, "num_requests": count, **median, "paths": runs,
+            "per_request_over_group": ratios}
 
 
 def machine(device: str) -> dict[str, Any]:

@@ -92,25 +92,33 @@ def test_simulator_within_10_pct_of_the_real_batcher(runs, key, label):
     assert abs(_error_pct(simulated["latency_p99_us"], real["latency_p99_us"])) <= 10
 
 
-def _replay(result, point, host_curve):
-    """The simulator run again on a recorded point's arrivals with another host stage."""
-    from aiprof.inference.arrivals import poisson_arrivals
+def _replay_device(result):
+    """The device curve the bench simulated: the measured one as a step over the graphs."""
     from aiprof.inference.latency_curve import LatencyCurve
-    from aiprof.inference.policy import BatchPolicy
-    from aiprof.inference.simulator import SimulationOptions, simulate
     from aiprof.measure.inference.engine import buckets
 
-    curve, stack, top = result["curve"], result["stack"], result["policy"]["max_batch_size"]
+    curve, top = result["curve"], result["policy"]["max_batch_size"]
     measured = LatencyCurve(batch_sizes=tuple(curve["batch_sizes"]),
                             latency_us=tuple(curve["device_us"]))
     steps = buckets(top)
-    device = LatencyCurve(batch_sizes=tuple(range(1, top + 1)), latency_us=tuple(
+    return LatencyCurve(batch_sizes=tuple(range(1, top + 1)), latency_us=tuple(
         measured(min(b for b in steps if b >= size)) for size in range(1, top + 1)))
+
+
+def _replay(result, point, host_curve, preferred=()):
+    """The simulator run again on a recorded point's arrivals with another host stage (and
+    preferred batch sizes)."""
+    from aiprof.inference.arrivals import poisson_arrivals
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions, simulate
+
+    stack, top = result["stack"], result["policy"]["max_batch_size"]
+    device = _replay_device(result)
     options = SimulationOptions(num_instances=result["num_instances"], shared_device=True,
                                 overhead_us=stack["handoff_under_load_us"],
                                 transport_us=stack["transport_under_load_us"],
                                 host_curve=host_curve)
-    policy = BatchPolicy(max_batch_size=top,
+    policy = BatchPolicy(max_batch_size=top, preferred_batch_sizes=preferred,
                          max_queue_delay_us=result["policy"]["max_queue_delay_us"])
     arrivals = poisson_arrivals(point["offered_rps"], point["real"]["num_requests"], seed=0)
     return simulate(arrivals, device, policy, options)
@@ -151,6 +159,43 @@ def test_the_host_stage_under_load_explains_resnets_miss(runs, key):
     replayed, real = _replay(result, target, loaded), target["real"]
     assert abs(_error_pct(replayed.latency_p50_us, real["latency_p50_us"])) <= 10
     assert abs(_error_pct(replayed.latency_p99_us, real["latency_p99_us"])) <= 10
+
+
+@pytest.mark.parametrize("key", RUNS, ids=lambda k: " ".join(k))
+def test_the_setting_the_bench_now_chooses_meets_the_p99_bound_in_simulation(runs, key):
+    """The bench now lets the simulator choose the preferred batch sizes with the instance
+    count (none, or half and all of the max batch: the tuner's two variants), from the curve
+    and the stack's costs of lone requests, before any load runs. Made on this run's records,
+    that choice is a preferred half batch, and the simulator (given the costs measured under
+    load, as the bench gives them) puts the 80% point's P99 within the bound in every run,
+    where the setting served (no preferred size) was 0-5% over it in simulation and 4-7% over
+    it for real (test_serves_80_pct_of_capacity_within_the_p99_bound)."""
+
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions
+    from aiprof.measure.inference.comparison import BenchConfig, ServingCurve, setting_p99_us
+
+    result = runs[key]
+    recorded, stack, top = result["curve"], result["stack"], result["policy"]["max_batch_size"]
+    curve = ServingCurve(**{k: tuple(recorded[k]) for k in ("batch_sizes", "host_us",
+                                                            "device_us", "wall_us")})
+    lone = SimulationOptions(overhead_us=stack["handoff_alone_us"],
+                             transport_us=stack["transport_alone_us"],
+                             host_curve=curve.host_curve(), shared_device=True)
+    policy = BatchPolicy(max_batch_size=top,
+                         max_queue_delay_us=result["policy"]["max_queue_delay_us"])
+    device = _replay_device(result)
+    by_setting = setting_p99_us(device, lone, policy, 2, 0.8 * result["capacity_rps"],
+                                BenchConfig(max_batch=top, tune_requests=1000))
+    instances, preferred = min(by_setting, key=lambda k: by_setting[k])
+    assert preferred == (top // 2, top)
+    point = _point(result, "80% of capacity")
+    chosen = {**result, "num_instances": instances}
+    replayed = _replay(chosen, point, curve.host_curve(), preferred=preferred)
+    as_served = point["simulated"]  # the same simulation with the setting served
+    bound_us = 2 * recorded["wall_us"][-1] + policy.max_queue_delay_us
+    assert replayed.latency_p99_us <= 0.95 * bound_us < as_served["latency_p99_us"]
+    assert replayed.throughput_rps == pytest.approx(as_served["throughput_rps"], rel=0.01)
 
 
 def test_no_stall_left_in_the_tail(runs):

@@ -24,7 +24,7 @@ import functools
 import inspect
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiprof.errors import InputError
@@ -40,6 +40,7 @@ from aiprof.inference.instances import Instances
 from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
 from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
 from aiprof.inference.queue import INF, BatchQueue, Request
+from aiprof.inference.replies import Replies, deliver_error, rejection
 
 __all__ = ["BatchFailedError", "DynamicBatcher", "QueueFullError", "RequestRejectedError"]
 
@@ -120,6 +121,8 @@ class DynamicBatcher:
         if self._loop is not None:
             raise InputError("the batcher was already started; start() it once")
         self._loop = asyncio.get_running_loop()
+        if isinstance(self._clock, LoopClock):  # read from the model threads too
+            self._clock.bind(self._loop)
         self._start_us = self._clock.now_us()
         self._instances.start(self._loop, self._start_us, self._num_instances)
         self._loop_task = self._loop.create_task(self._batch_loop())
@@ -135,6 +138,8 @@ class DynamicBatcher:
         self._closed = True
         if self._loop is None:
             return
+        self._instances.wake_always()
+        self._instances.collect(notify=False)
         if not drain:
             self._reject_queued()
         self._wake()
@@ -202,10 +207,89 @@ class DynamicBatcher:
             future.set_exception(QueueFullError("queue_full", "the queue is full; retry later"))
             return future
         future.add_done_callback(functools.partial(self._on_done, request=request))
+        if not self._instances.free_since:
+            self._instances.collect_or_ask()  # a batch may have ended in its thread
         if self._instances.free_since or min(request.deadline_us, request.timeout_at_us) < (
                 self._wait_until_us):
             self._wake()  # all busy: the loop only needs to know of an earlier expiry
         return future
+
+    def submit_many(
+        self,
+        payloads: Sequence[Any],
+        replies: Replies,
+        *,
+        priorities: Sequence[int] | None = None,
+        deadlines_in_us: Sequence[float] | None = None,
+    ) -> None:
+        """Queue requests that arrived together; their answers go to ``replies``, each batch's in
+        one call, each request's once (rejections at once, from inside this call).
+
+        ``priorities[i]``: the level of ``payloads[i]`` (None: the policy's default for all);
+        ``deadlines_in_us[i]``: its deadline from now (``math.inf``: none). The same policy as
+        :meth:`submit` applies to each request in order, at one ``now``; nothing is queued when
+        an argument is invalid (``InputError``). No future per request: a front end that answers
+        a batch with one write pays no per-request callback on the loop.
+        """
+        if self._loop is None:
+            raise InputError("submit_many() before start(): start the batcher first")
+        count = len(payloads)
+        levels = self._levels(priorities, count)
+        deadlines = self._deadlines(deadlines_in_us, count)
+        if not count:
+            return
+        if self._closed:
+            self.recorder.reject("shutdown", count)
+            replies.errors(list(payloads), RequestRejectedError("shutdown",
+                                                                "the batcher is closed"))
+            return
+        now = self._clock.now_us()
+        self._expire(now)
+        queue, seq = self._queue, self._seq
+        hopeless_check = self._reject_hopeless and bool(self._instances.batch_estimate_us)
+        full: list[Any] = []
+        hopeless: list[Any] = []
+        earliest = INF
+        for payload, level, deadline in zip(payloads, levels, deadlines, strict=False):
+            request = Request(next(seq), level, now, payload=payload, handle=replies)
+            request.deadline_us = now + deadline
+            if hopeless_check and self._hopeless(request, now):
+                hopeless.append(payload)
+            elif queue.push(request) is not None:
+                full.append(payload)
+            else:
+                earliest = min(earliest, request.deadline_us, request.timeout_at_us)
+        if hopeless:
+            self.recorder.reject("overload", len(hopeless))
+            replies.errors(hopeless, RequestRejectedError(
+                "overload", "the queue ahead would outlast this request's timeout or deadline"))
+        if full:
+            self.recorder.reject("queue_full", len(full))
+            replies.errors(full, QueueFullError("queue_full", "the queue is full; retry later"))
+        if len(full) + len(hopeless) == count:
+            return
+        if not self._instances.free_since:
+            self._instances.collect_or_ask()  # a batch may have ended in its thread
+        if self._instances.free_since:
+            self._dispatch_now(now)
+        elif earliest < self._wait_until_us:
+            self._wake()  # all busy: the loop only needs to know of an earlier expiry
+
+    def _levels(self, priorities: Sequence[int] | None, count: int) -> Iterable[int]:
+        if priorities is None:
+            return itertools.repeat(self.policy.default_priority, count)
+        if len(priorities) != count:
+            raise InputError(f"{len(priorities)} priorities for {count} requests")
+        levels = self.policy.priority_levels
+        return [check_priority(p, levels) for p in priorities]
+
+    @staticmethod
+    def _deadlines(deadlines_in_us: Sequence[float] | None, count: int) -> Iterable[float]:
+        if deadlines_in_us is None:
+            return itertools.repeat(INF, count)
+        if len(deadlines_in_us) != count:
+            raise InputError(f"{len(deadlines_in_us)} deadlines for {count} requests")
+        return [check_budget_us("deadline", d) for d in deadlines_in_us]
 
     async def infer(self, payload: Any, **options: Any) -> Any:
         """Submit one request and wait for its result."""
@@ -213,6 +297,7 @@ class DynamicBatcher:
 
     def metrics(self) -> BatchingMetrics:
         """Summary of everything served since :meth:`start`."""
+        self._instances.collect()  # the batches that ended in their threads since
         duration = self._clock.now_us() - self._start_us
         return self.recorder.summary(duration, self._num_instances)
 
@@ -234,20 +319,26 @@ class DynamicBatcher:
         if future.cancelled() and self._queue.remove(request):
             self.recorder.reject("cancelled")
 
-    def _reject(self, request: Request, reason: str) -> None:
-        self.recorder.reject(reason)
-        future = request.handle
-        if not future.done():
-            future.set_exception(RequestRejectedError(reason, f"request rejected: {reason}"))
+    def _reject(self, requests: list[Request], reason: str) -> None:
+        self.recorder.reject(reason, len(requests))
+        deliver_error(requests, rejection(reason))
 
     def _reject_queued(self) -> None:
-        for request in self._queue.queued():
+        queued = self._queue.queued()
+        for request in queued:
             self._queue.remove(request)
-            self._reject(request, "shutdown")
+        if queued:
+            self._reject(queued, "shutdown")
 
     def _expire(self, now_us: float) -> None:
-        for request, reason in self._queue.expire(now_us):
-            self._reject(request, reason)
+        dropped = self._queue.expire(now_us)
+        if not dropped:
+            return
+        by_reason: dict[str, list[Request]] = {}
+        for request, reason in dropped:
+            by_reason.setdefault(reason, []).append(request)
+        for reason, requests in by_reason.items():
+            self._reject(requests, reason)
 
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
@@ -277,6 +368,8 @@ class DynamicBatcher:
                 now = self._clock.now_us()
                 self._expire(now)
                 if not self._instances.free_since or not len(queue):
+                    if len(queue) and self._instances.collect_or_ask():
+                        continue  # a batch had ended in its thread: an instance is free
                     # busy: still reject what passes its deadline or timeout, on time
                     await self._wait(queue.next_expiry_us() if len(queue) else INF)
                     continue
@@ -292,7 +385,32 @@ class DynamicBatcher:
         finally:
             self._notify_drained()
 
+    def _dispatch_now(self, now_us: float) -> None:
+        """Run on the free instances what the policy says to run at ``now_us``, here rather than
+        after a trip through the loop task, which still does every wait (a delay, an expiry,
+        the drain of ``close``) and is woken only when its next wake-up moved earlier."""
+        task = self._loop_task
+        if task is None or task.done() or task.cancelling():  # (the loop shuts down)
+            return
+        queue, instances = self._queue, self._instances
+        instances.collect(notify=False)
+        while True:
+            while instances.free_since and len(queue):
+                batch = queue.take_batch(now_us, flush=self._closed)
+                if batch is None:
+                    break
+                instances.dispatch(batch, now_us)
+            if instances.free_since or not len(queue) or not instances.collect_or_ask():
+                break  # (an instance is free, nothing waits, or the next batch to end wakes us)
+        if self._closed:
+            self._wake()  # the loop task ends once the queue is empty
+        elif len(queue) and (queue.next_wake_us() if instances.free_since
+                             else queue.next_expiry_us()) < self._wait_until_us:
+            self._wake()
+
     def _on_instance_free(self) -> None:
-        self._wake()
+        now = self._clock.now_us()
+        self._expire(now)
+        self._dispatch_now(now)
         if self._closed:
             self._notify_drained()

@@ -62,6 +62,8 @@ def check_results(results: Any, size: int) -> list[Any] | ModelOutputError:
 
     Any sized iterable of ``size`` (list, tuple, array, tensor) is accepted; strings, bytes,
     mappings and sets are not (their items are no per-input results, or have no order)."""
+    if type(results) is list and len(results) == size:  # the common case, without ABC checks
+        return results
     if isinstance(results, str | bytes | bytearray | Mapping | Set):
         return ModelOutputError(
             f"the model returned a {type(results).__name__} for {size} inputs; it must return a "

@@ -17,8 +17,10 @@ from typing import Any
 
 from aiprof.inference.clock import Cancellable, Clock
 from aiprof.inference.failures import BatchFailedError, check_results, interrupted
+from aiprof.inference.handoff import Inbox
 from aiprof.inference.metrics import MetricsRecorder
 from aiprof.inference.queue import INF, Request
+from aiprof.inference.replies import Replies, deliver_error, deliver_results, thread_safe_group
 from aiprof.inference.worker import ModelThread
 
 _EWMA_WEIGHT = 1 / 8
@@ -26,14 +28,17 @@ _EWMA_WEIGHT = 1 / 8
 
 
 class _Batch:
-    __slots__ = ("dispatch_us", "finished", "free_us", "requests", "task", "timer", "worker")
+    __slots__ = ("claimed", "dispatch_us", "finished", "free_us", "requests", "sink", "task",
+                 "worker")
 
     def __init__(self, requests: list[Request], free_us: float, dispatch_us: float) -> None:
         self.requests = requests
         self.free_us = free_us
         self.dispatch_us = dispatch_us
         self.finished = False
-        self.timer: Cancellable | None = None
+        self.claimed = False
+        """Its thread sent its results (under the inbox's lock): it can no longer be failed."""
+        self.sink: Replies | None = None
         self.task: asyncio.Task[None] | None = None
         self.worker: ModelThread | None = None
 
@@ -55,7 +60,10 @@ class Instances:
         self._compute_timeout_us = compute_timeout_us
         self._on_free = on_free
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._inbox: Inbox | None = None
         self._idle_threads: list[ModelThread] = []
+        self._watchdog: Cancellable | None = None
+        self._watch_at_us = INF
         self.free_since: list[float] = []
         self.in_flight: set[_Batch] = set()
         self.batch_estimate_us = 0.0
@@ -64,7 +72,37 @@ class Instances:
     def start(self, loop: asyncio.AbstractEventLoop, now_us: float, count: int) -> None:
         """Make ``count`` instances free from ``now_us``; batches run on ``loop``."""
         self._loop = loop
+        self._inbox = Inbox(loop, self._woken)
         self.free_since = [now_us] * count
+
+    def collect(self, *, notify: bool = True) -> bool:
+        """Take in the batches that ended in their threads (on the loop); whether there were
+        any. ``notify``: then call ``on_free`` once (the caller does not decide a batch next)."""
+        items = self._inbox.take() if self._inbox is not None else []
+        for batch, result, error, done_us, answered in items:
+            self._finish(batch, result, error, done_us=done_us, answered=answered, notify=False)
+        if items and notify:
+            self._on_free()
+        return bool(items)
+
+    def collect_or_ask(self) -> bool:
+        """As :meth:`collect` (without ``on_free``), for a loop that needs a free instance:
+        when no batch ended yet, the next one to end wakes the loop."""
+        if self._inbox is None:
+            return False
+        items = self._inbox.take_or_ask()
+        for batch, result, error, done_us, answered in items:
+            self._finish(batch, result, error, done_us=done_us, answered=answered, notify=False)
+        return bool(items)
+
+    def wake_always(self) -> None:
+        """From now on every batch that ends wakes the loop (the batcher is closing)."""
+        if self._inbox is not None:
+            self._inbox.always_wake = True
+
+    def _woken(self) -> None:
+        self.collect(notify=False)
+        self._on_free()  # also when a caller on the loop took the batches in meanwhile
 
     def dispatch(self, requests: list[Request], now_us: float) -> None:
         """Run a batch on the instance free the longest."""
@@ -72,10 +110,10 @@ class Instances:
         batch = _Batch(requests, self.free_since.pop(0), now_us)
         self.in_flight.add(batch)
         if self._compute_timeout_us < INF and (self._is_async or self._in_thread):
-            batch.timer = self._clock.call_at(
-                now_us + self._compute_timeout_us, functools.partial(self._timed_out, batch))
+            self._watch(now_us + self._compute_timeout_us)
         payloads = [request.payload for request in requests]
         if self._in_thread:
+            batch.sink = thread_safe_group(requests)
             batch.worker = self._idle_threads.pop() if self._idle_threads else ModelThread(
                 self._model)
             batch.worker.run(payloads, functools.partial(self._reply_from_thread, batch))
@@ -84,21 +122,67 @@ class Instances:
 
     def give_up_all(self, error: BatchFailedError) -> None:
         """Answer every batch still computing with ``error`` (shutdown)."""
+        self.collect(notify=False)
         for batch in list(self.in_flight):
             self._give_up(batch, error)
 
     def stop_idle(self) -> None:
-        """Let the idle model threads end."""
+        """Let the idle model threads end (and the compute-timeout watch, if nothing computes)."""
         for thread in self._idle_threads:
             thread.stop()
         self._idle_threads.clear()
+        if not self.in_flight and self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog, self._watch_at_us = None, INF
+
+    def _watch(self, when_us: float) -> None:
+        """Have :meth:`_check_timeouts` run at ``when_us`` or before. One timer for every batch
+        in flight, not one per batch: batches start in time order with one timeout, so the
+        oldest one's expiry comes first, and a batch that ended leaves nothing to cancel."""
+        if self._watchdog is not None:
+            if self._watch_at_us <= when_us:
+                return
+            self._watchdog.cancel()
+        self._watch_at_us = when_us
+        self._watchdog = self._clock.call_at(when_us, self._check_timeouts)
+
+    def _check_timeouts(self) -> None:
+        """Fail every batch computing for the compute timeout or longer; watch the next one."""
+        self._watchdog, self._watch_at_us = None, INF
+        self.collect()
+        limit = self._compute_timeout_us
+        now = self._clock.now_us()
+        for batch in sorted(self.in_flight, key=lambda b: b.dispatch_us):
+            if batch.dispatch_us + limit <= now:
+                self._timed_out(batch)
+        if self.in_flight:
+            self._watch(min(b.dispatch_us for b in self.in_flight) + limit)
 
     def _reply_from_thread(self, batch: _Batch, result: Any, error: BaseException | None) -> None:
-        assert self._loop is not None
-        try:
-            self._loop.call_soon_threadsafe(self._finish, batch, result, error)
-        except RuntimeError:  # the event loop is closed: nobody waits for this batch any more
-            pass
+        """In the model thread: send the results from here when the batch's requests allow it,
+        then leave the outcome for the loop (waking it only if it must or asked)."""
+        assert self._inbox is not None
+        done_us = self._clock.now_us()
+        answered = False
+        if error is None and batch.sink is not None:
+            values = check_results(result, len(batch.requests))
+            if not isinstance(values, BaseException) and self._claim(batch):
+                result = values
+                try:
+                    batch.sink.results([r.payload for r in batch.requests], values)
+                    answered = True
+                except Exception:  # noqa: BLE001 - the loop answers them instead
+                    pass
+        self._inbox.put((batch, result, error, done_us, answered), must_wake=not answered)
+
+    def _claim(self, batch: _Batch) -> bool:
+        """In the model thread: take the right to answer ``batch`` (False: it was given up)."""
+        assert self._inbox is not None
+        with self._inbox.lock:
+            if batch.finished:
+                return False
+            batch.claimed = True
+            return True
 
     async def _run_on_loop(self, batch: _Batch, payloads: list[Any]) -> None:
         try:
@@ -116,28 +200,35 @@ class Instances:
         else:
             self._finish(batch, result, None)
 
-    def _finish(self, batch: _Batch, result: Any, error: BaseException | None) -> None:
-        """A batch came back from the model (ignored if it was given up on already)."""
+    def _finish(self, batch: _Batch, result: Any, error: BaseException | None, *,
+                done_us: float | None = None, answered: bool = False,
+                notify: bool = True) -> None:
+        """A batch came back from the model at ``done_us`` (default now), its results already
+        sent when ``answered``; ignored if it was given up on already."""
         if batch.finished:
             return
-        done = self._close(batch)
-        outcome = check_results(result, len(batch.requests)) if error is None else error
-        if isinstance(outcome, BaseException):
-            self._fail(batch, outcome)
-        else:
-            compute, estimate = done - batch.dispatch_us, self.batch_estimate_us
-            self.batch_estimate_us = (estimate + _EWMA_WEIGHT * (compute - estimate)
-                                      if estimate else compute)
-            for request, value in zip(batch.requests, outcome, strict=True):
-                self._recorder.request(request.enqueue_us, batch.free_us, batch.dispatch_us, done,
-                                       request.level)
-                if not request.handle.done():
-                    request.handle.set_result(value)
-        if error is not None and not isinstance(error, Exception):
-            self._recorder.num_replaced += 1  # its thread ended; a new one serves the next batch
-        elif batch.worker is not None:
-            self._idle_threads.append(batch.worker)
-        self._release(done)
+        batch.finished = True
+        done = self._close(batch, self._clock.now_us() if done_us is None else done_us)
+        try:
+            outcome = check_results(result, len(batch.requests)) if error is None else error
+            if isinstance(outcome, BaseException):
+                self._fail(batch, outcome)
+            else:
+                compute, estimate = done - batch.dispatch_us, self.batch_estimate_us
+                self.batch_estimate_us = (estimate + _EWMA_WEIGHT * (compute - estimate)
+                                          if estimate else compute)
+                requests = batch.requests
+                self._recorder.requests([r.enqueue_us for r in requests],
+                                        [r.level for r in requests], batch.free_us,
+                                        batch.dispatch_us, done)
+                if not answered:
+                    deliver_results(requests, outcome)
+        finally:  # the instance is free again whatever a receiver of the answers did
+            if error is not None and not isinstance(error, Exception):
+                self._recorder.num_replaced += 1  # its thread ended; a new one serves the next
+            elif batch.worker is not None:
+                self._idle_threads.append(batch.worker)
+            self._release(done, notify)
 
     def _timed_out(self, batch: _Batch) -> None:
         self._give_up(batch, BatchFailedError(
@@ -147,9 +238,15 @@ class Instances:
 
     def _give_up(self, batch: _Batch, error: BatchFailedError) -> None:
         """Answer a batch still computing with ``error``; replace its instance."""
-        if batch.finished:
+        if self._inbox is not None:
+            with self._inbox.lock:  # against its thread claiming it at this moment
+                if batch.finished or batch.claimed:
+                    return  # a claimed batch was answered by its thread; its outcome is coming
+                batch.finished = True
+        elif batch.finished:
             return
-        done = self._close(batch)
+        batch.finished = True
+        done = self._close(batch, self._clock.now_us())
         self._fail(batch, error)
         if batch.worker is not None:
             batch.worker.stop()
@@ -158,23 +255,18 @@ class Instances:
         self._recorder.num_replaced += 1
         self._release(done)
 
-    def _close(self, batch: _Batch) -> float:
-        batch.finished = True
-        if batch.timer is not None:
-            batch.timer.cancel()
+    def _close(self, batch: _Batch, done_us: float) -> float:
         self.in_flight.discard(batch)
-        done = self._clock.now_us()
-        self._recorder.batch(len(batch.requests), done - batch.dispatch_us)
-        return done
+        self._recorder.batch(len(batch.requests), done_us - batch.dispatch_us)
+        return done_us
 
     def _fail(self, batch: _Batch, error: BaseException) -> None:
         answer = error if isinstance(error, Exception) else interrupted(error)
         self._recorder.fail(getattr(answer, "reason", "model_error"), len(batch.requests))
-        for request in batch.requests:
-            if not request.handle.done():
-                request.handle.set_exception(answer)
+        deliver_error(batch.requests, lambda: answer)
 
-    def _release(self, done_us: float) -> None:
+    def _release(self, done_us: float, notify: bool = True) -> None:
         self.free_since.append(done_us)
         self.free_since.sort()
-        self._on_free()
+        if notify:
+            self._on_free()

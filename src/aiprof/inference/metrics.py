@@ -84,6 +84,18 @@ class MetricsRecorder:
         self._compute.append(done_us - dispatch_us)
         self.num_completed += 1
 
+    def requests(self, enqueue_us: list[float], levels: list[int], free_us: float,
+                 dispatch_us: float, done_us: float) -> None:
+        """Record the completed requests of one batch (as :meth:`request` does for each)."""
+        forming = [dispatch_us - max(e, free_us) for e in enqueue_us]
+        self._latency.extend([done_us - e for e in enqueue_us])
+        self._level.extend(levels)
+        self._forming.extend(forming)
+        self._queue.extend([dispatch_us - e - f for e, f in zip(enqueue_us, forming,
+                                                                 strict=True)])
+        self._compute.extend([done_us - dispatch_us] * len(enqueue_us))
+        self.num_completed += len(enqueue_us)
+
     def reject(self, reason: str, count: int = 1) -> None:
         """Record requests answered with an error before compute."""
         self.rejected[reason] += count

@@ -127,14 +127,21 @@ class _Window:
     loop: LoopSummary | None = None
 
 
+FrontEnd = Callable[[DynamicBatcher, int, "asyncio.Future[None]"], asyncio.Protocol]
+"""Makes the protocol that serves the client's connection: (batcher, input slots, a future to
+set when the connection is lost)."""
+
+
 def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenLoad | ClosedLoad,
           *, num_slots: int, num_instances: int = 2, deadline_s: float = 120.0,
-          freeze_gc: bool = True) -> ServedRun:
+          freeze_gc: bool = True, front_end: FrontEnd = RequestServer) -> ServedRun:
     """Serve ``load`` with a :class:`DynamicBatcher` around ``model_fn``; the client's view.
 
     The model function gets ``(request id, slot)`` payloads, one per request of the batch.
     ``freeze_gc``: the objects alive before the load are frozen out of the garbage collector
-    while it runs (:func:`~aiprof.inference.probes.frozen_heap`).
+    while it runs (:func:`~aiprof.inference.probes.frozen_heap`). ``front_end``: another
+    protocol for the connection (``benchmarks/serving_overhead.py`` measures the request path
+    of one future per request against the default, :class:`RequestServer`).
     """
     if isinstance(load, OpenLoad) and not load.arrivals_us:
         raise InputError("no arrivals to serve")
@@ -147,7 +154,7 @@ def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenL
                 loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
             metrics, code, stderr = runner.run(_serve_async(
                 model_fn, policy, num_instances, num_slots, folder / "s", command, deadline_s,
-                window, selector))
+                window, selector, front_end))
         wall = time.perf_counter() - begin
         if code != 0 or not (folder / "times.npz").is_file():
             raise InputError(f"the load generator failed (exit {code}): {stderr.strip()[-300:]}")
@@ -177,18 +184,18 @@ def _client_command(load: OpenLoad | ClosedLoad, folder: Path, num_slots: int,
 
 async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy,
                        num_instances: int, num_slots: int, path: Path, command: list[str],
-                       deadline_s: float, window: _Window, selector: TimedSelector
-                       ) -> tuple[BatchingMetrics, int, str]:
+                       deadline_s: float, window: _Window, selector: TimedSelector,
+                       front_end: FrontEnd) -> tuple[BatchingMetrics, int, str]:
     loop = asyncio.get_running_loop()
     batcher = DynamicBatcher(model_fn, policy, num_instances=num_instances)
     batcher.start()
     closed: asyncio.Future[None] = loop.create_future()
     connected: asyncio.Future[None] = loop.create_future()
 
-    def accept() -> RequestServer:
+    def accept() -> asyncio.Protocol:
         if not connected.done():
             connected.set_result(None)
-        return RequestServer(batcher, num_slots, closed)
+        return front_end(batcher, num_slots, closed)
 
     server = await loop.create_unix_server(accept, str(path))
     env = dict(os.environ)

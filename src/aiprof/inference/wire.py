@@ -62,9 +62,9 @@ class RecordReader:
         """The whole records in what arrived so far."""
         if self._pending:
             data = self._pending + data
-        whole = len(data) - len(data) % self._dtype.itemsize
-        self._pending = data[whole:]
-        return np.frombuffer(data[:whole], dtype=self._dtype)
+        count = len(data) // self._dtype.itemsize
+        self._pending = data[count * self._dtype.itemsize:]
+        return np.frombuffer(data, dtype=self._dtype, count=count)  # no copy of the bytes
 
     @property
     def partial_bytes(self) -> int:

@@ -40,9 +40,13 @@ def render_bench(result: ServingComparison, console: Console | None = None) -> N
     out.print(_curve_table(result))
     out.print(f"capacity {result.capacity_rps:,.0f} req/s (max batch "
               f"{result.policy.max_batch_size} / its device time); {result.execution} on "
-              f"{result.device}, {result.num_instances} instance(s) on one device queue "
-              f"(simulated P99 at the highest load by instance count: "
-              f"{_by_count(result.instance_p99_us)}); serving overhead "
+              f"{result.device}, {result.num_instances} instance(s) on one device queue, "
+              f"preferred sizes {','.join(map(str, result.policy.preferred_batch_sizes)) or '-'} "
+              f"(simulated P99 at the highest load by "
+              + (f"instances x preferred sizes: {_by_count(result.setting_p99_us)}"
+                 if result.setting_p99_us else
+                 f"instance count: {_by_count(result.instance_p99_us)}")
+              + "); serving overhead "
               f"{result.overhead_us:.0f} us per batch" + _stack(result))
     if result.capture_error:
         out.print(f"CUDA graph capture failed, eager instead: {result.capture_error}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from aiprof.errors import InputError
 from aiprof.inference.arrivals import poisson_arrivals
@@ -64,6 +64,9 @@ class BenchConfig:
     """The open-loop load, in percent of capacity, at which the serving stack's own costs are
     measured for the simulator (between the loads compared, none of them; 0: lone requests)."""
     calibration_duration_s: float = 1.0
+    choose_preferred: bool = True
+    """Let the simulator choose the preferred batch sizes with the instance count: none (Triton's
+    default, the max batch) or half and all of it (the tuner's variant); False: none."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -141,11 +144,14 @@ class ServingComparison:
     """``cuda graphs`` or ``eager``."""
     capture_error: str
     policy: BatchPolicy
+    """The policy the loads were served with: the max batch and delay asked for, the preferred
+    sizes of the setting chosen (:func:`setting_p99_us`)."""
     num_instances: int
-    """Instances the loads were served with: the count whose simulated P99 at the highest load
-    was lower (:func:`instance_p99_us`)."""
+    """Instances the loads were served with: those of the setting whose simulated P99 at the
+    highest load was the lowest (:func:`setting_p99_us`)."""
     instance_p99_us: dict[str, float]
-    """Simulated P99 at the highest open-loop load for one instance and for every buffer set."""
+    """Simulated P99 at the highest open-loop load for one instance and for every buffer set,
+    with the preferred sizes chosen."""
     curve: ServingCurve
     capacity_rps: float
     """The device curve's capacity at the max batch, B / T(B)."""
@@ -160,6 +166,9 @@ class ServingComparison:
     tuner: TunerCheck | None
     overload: ServedRun | None
     overload_rps: float
+    setting_p99_us: dict[str, float] = field(default_factory=dict)
+    """Simulated P99 at the highest open-loop load of every setting compared, keyed
+    ``"<instances> x <preferred sizes or ->"`` (empty in records made before the choice)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,10 +176,11 @@ class StackCosts:
     """What the serving stack adds to the engine, from a served run (microseconds; medians over
     the requests).
 
-    ``handoff``: the batcher's time per batch (dispatch to the answer back on the loop) minus the
-    engine's own call: the trips to and from the model thread, and the loop being busy when the
-    answer comes. ``transport``: a request's latency at the client minus its latency in the
-    batcher: the socket both ways, the front end, the loop being busy when it arrives."""
+    ``handoff``: the batcher's time per batch (dispatch to the batch's end: its answers sent from
+    the model thread, or back on the loop for futures) minus the engine's own call: the trip to
+    the model thread and the Python around the call. ``transport``: a request's latency at the
+    client minus its latency in the batcher: the socket both ways, the front end, the loop being
+    busy when it arrives."""
 
     handoff_alone_us: float
     transport_alone_us: float
@@ -250,18 +260,39 @@ def device_curve(curve: ServingCurve, engine: ServingEngine, max_batch: int) -> 
                         latency_us=tuple(measured(engine.bucket(size)) for size in sizes))
 
 
-def instance_p99_us(device: LatencyCurve, base: SimulationOptions, policy: BatchPolicy,
-                    max_instances: int, rate_rps: float, config: BenchConfig
-                    ) -> dict[int, float]:
-    """Simulated P99 at ``rate_rps`` with one instance and with ``max_instances``.
+Setting = tuple[int, tuple[int, ...]]
+"""A serving setting the bench chooses: (model instances, preferred batch sizes)."""
+
+
+def setting_key(setting: Setting) -> str:
+    """``"2 x 16,32"``: instances, then preferred sizes (``-``: none)."""
+    return f"{setting[0]} x {','.join(map(str, setting[1])) or '-'}"
+
+
+def setting_p99_us(device: LatencyCurve, base: SimulationOptions, policy: BatchPolicy,
+                   max_instances: int, rate_rps: float, config: BenchConfig
+                   ) -> dict[Setting, float]:
+    """Simulated P99 at ``rate_rps`` of each setting a user would choose among: one instance or
+    ``max_instances``, and (``config.choose_preferred``) no preferred size or half and all of
+    the max batch, the two variants of the tuner's grid (:mod:`aiprof.inference.tune`).
 
     More instances hide the host work under the device's, but an instance that is free while the
     device still computes takes its batch early, with fewer requests, and a request can then wait
     behind two batches instead of one; which effect wins depends on the host's share of a batch,
-    so the simulator decides (with host work near zero, one instance has the lower tail)."""
+    so the simulator decides (with host work near zero, one instance has the lower tail). A
+    preferred half batch runs as soon as it is queued instead of waiting for a full one or the
+    delay: near capacity that shortens the wait of the requests behind it, unless the device's
+    fixed cost per batch makes two halves take much longer than one full batch. Which way it
+    goes is read off the measured curve by the simulator, not assumed."""
     arrivals = poisson_arrivals(rate_rps, max(2000, config.tune_requests), seed=config.seed)
-    return {k: simulate(arrivals, device, policy, replace(base, num_instances=k)).latency_p99_us
-            for k in sorted({1, max_instances})}
+    top = policy.max_batch_size
+    variants = [policy.preferred_batch_sizes]
+    if config.choose_preferred and top > 1 and not policy.preferred_batch_sizes:
+        variants.append((top // 2, top))
+    return {(k, preferred): simulate(arrivals, device,
+                                     replace(policy, preferred_batch_sizes=preferred),
+                                     replace(base, num_instances=k)).latency_p99_us
+            for k in sorted({1, max_instances}) for preferred in variants}
 
 
 def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchConfig,
@@ -304,10 +335,13 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     capacity = device.capacity_rps(config.max_batch)
     base = SimulationOptions(overhead_us=handoff, transport_us=transport,
                              host_curve=curve.host_curve(), shared_device=True)
-    by_instances = instance_p99_us(device, base, policy, engine.num_buffers,
-                                   capacity * max(config.load_pcts, default=80.0) / 100, config)
-    instances = int(min(by_instances, key=lambda k: by_instances[k]))
-    progress(f"simulated P99 by instance count: {by_instances}; serving with {instances}")
+    by_setting = setting_p99_us(device, base, policy, engine.num_buffers,
+                                capacity * max(config.load_pcts, default=80.0) / 100, config)
+    instances, preferred = min(by_setting, key=lambda k: by_setting[k])
+    policy = replace(policy, preferred_batch_sizes=preferred)
+    by_instances = {k: p99 for (k, pref), p99 in by_setting.items() if pref == preferred}
+    progress(f"simulated P99 by setting: {by_setting}; serving with {instances} instance(s), "
+             f"preferred sizes {preferred or '-'}")
     calibration_rps = capacity * config.calibration_load_pct / 100
     stack = StackCosts(handoff_alone_us=handoff, transport_alone_us=transport,
                        calibration_rps=0.0, handoff_under_load_us=handoff,
@@ -339,7 +373,8 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     return ServingComparison(
         device=str(engine.device), execution=engine.execution,
         capture_error=engine.capture_error, policy=policy, num_instances=instances,
-        instance_p99_us={str(k): v for k, v in by_instances.items()}, curve=curve,
+        instance_p99_us={str(k): v for k, v in by_instances.items()},
+        setting_p99_us={setting_key(k): v for k, v in by_setting.items()}, curve=curve,
         capacity_rps=capacity, batch_alone_us=alone_us, overhead_us=sim.overhead_us, stack=stack,
         open_loop=open_points, closed_loop=closed_points, tuner=tuner, overload=overload,
         overload_rps=overload_rps)
