@@ -12,14 +12,15 @@ from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.host_sync import sync_op_spans
 
-GRAPH_TURNAROUND_US = {"sm_90": 0.33}
+GRAPH_TURNAROUND_US = {"sm_90": 0.31}
 """Per architecture: a kernel's start after the previous kernel's end inside a replayed CUDA
-graph (elsewhere the trace's own turnaround is kept: not measured there). Measured on
-the H200 counterfactual suite (2026-12-01) as (graphed step − kernel time) / kernels per step
-on the five launch-bound workloads whose graphed step is their GPU's: ``llama_tiny_b2_infer``
-0.70, ``mobilenet_v3_small_b8_infer`` 0.28, ``mlp_deep_b32_infer`` 0.33, ``resnet18_b4_train``
-0.40, ``rl_policy_rollout`` 0.31 µs (median 0.33), against 1.25-2.27 µs between kernels queued
-one by one on a stream in the same traces."""
+graph (elsewhere the trace's own turnaround is kept: not measured there). Measured on one
+H200 on 2026-12-01 apart from any workload (``scripts/h200/graph_turnaround.py``,
+``tests/data/diagnose/h200_graph_turnaround.json``): 2,000 in-place adds replayed from a graph
+take 0.31 µs each beyond the kernel's own time on 1M elements (0.27 on 4,096, 0.15 on one),
+against 2.8-4.8 µs between the same kernels queued on a stream. The suite's five graphed
+launch-bound steps agree: (graphed step − kernel time) / kernels per step 0.28-0.70 µs,
+median 0.33 (``tests/diagnose/test_host_side_models.py``)."""
 
 
 def graph_turnaround_us(ctx: Context) -> float | None:
