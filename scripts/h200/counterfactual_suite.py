@@ -240,6 +240,8 @@ def main(argv: list[str]) -> int:
                         help="tiny sizes, 2 workloads per kind, no CUDA graph or compile")
     parser.add_argument("--budget-s", type=float, default=390.0)
     parser.add_argument("--compile-budget-s", type=float, default=100.0)
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"interleaved rounds per workload (default {protocol.ROUNDS})")
     parser.add_argument("--tag", help="output names' suffix (default: part1, part2, all or "
                         "smoke; give one when re-running named workloads, not to overwrite)")
     parser.add_argument("cases", nargs="*", help="workloads to run (default: the part's)")
@@ -254,7 +256,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     tag = args.tag or (f"part{args.part}" if args.part != "all"
                        else ("smoke" if args.smoke else "all"))
-    rounds, measure = (2, 3) if args.smoke else (protocol.ROUNDS, protocol.MEASURE)
+    rounds, measure = (2, 3) if args.smoke else (args.rounds or protocol.ROUNDS, protocol.MEASURE)
     # A smoke run checks that every code path runs; on a shared CPU it takes what it takes.
     budget = Budget(float("inf") if args.smoke else args.budget_s, args.compile_budget_s)
     labels: dict[str, Any] = {

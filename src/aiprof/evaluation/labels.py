@@ -5,6 +5,7 @@ the older one-planted-fix-per-case ``labels.json`` of the diagnose suite."""
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,31 +95,66 @@ def _documents(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     return docs
 
 
+def _rows_by_workload(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every file's rows of each workload, in file order; a skipped or failed row only where
+    no file measured that workload."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for path, doc in _documents(folder):
+        if "workloads" in doc:
+            found = doc["workloads"]
+        elif "cases" in doc:
+            found = single_fix_as_suite(doc)["workloads"]
+        else:
+            raise InputError(f"{path}: neither 'workloads' nor 'cases'; not a suite's labels")
+        for row in found:
+            rows.setdefault(str(row["workload"]), []).append(row)
+    return {name: [r for r in same if "error" not in r] or same[-1:]
+            for name, same in rows.items()}
+
+
+def pooled_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One workload's row over several sessions of the suite: the first row, its fixes pooled.
+    A fix measured in more than one session gets the median of every round's paired gain
+    (each fix block against the base block of its round), so that a session whose host ran
+    slower shifts neither side; a fix measured once keeps its own gain."""
+    if len(rows) == 1:
+        return rows[0]
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        for fix in row.get("fixes", ()):
+            by_name.setdefault(str(fix["name"]), []).append(fix)
+    fixes = []
+    for measured in by_name.values():
+        sessions = [f for f in measured if f.get("gain_pct") is not None
+                    and f.get("round_gain_pct")]
+        if len(sessions) < 2:
+            fixes.append(measured[-1])
+            continue
+        rounds = [float(g) for f in sessions for g in f["round_gain_pct"]]
+        fixes.append({**sessions[-1], "gain_pct": round(float(statistics.median(rounds)), 2),
+                      "round_gain_pct": rounds,
+                      "reason": f"median of {len(rounds)} paired rounds over "
+                                f"{len(sessions)} sessions"})
+    return {**rows[0], "fixes": fixes}
+
+
 def merged(folder: Path) -> dict[str, Any]:
     """One labels document from the suite's per-part files (``labels-part1.json``, ...): each
-    part's header under ``parts``, every workload once (a measured row replaces a skipped one,
-    a later file's row an earlier one's)."""
-    parts, rows = {}, {}
+    part's header under ``parts``, every workload once (a measured row replaces a skipped one;
+    a workload measured in several files is ``pooled_row``)."""
+    parts = {}
     for path, doc in _documents(folder):
         if "workloads" not in doc:
             raise InputError(f"{path}: no 'workloads'; not a counterfactual suite's labels")
         parts[path.name] = {k: v for k, v in doc.items() if k != "workloads"}
-        for row in doc["workloads"]:
-            if "error" not in row or row["workload"] not in rows:
-                rows[row["workload"]] = row
-    return {"parts": parts, "workloads": list(rows.values())}
+    return {"parts": parts,
+            "workloads": [pooled_row(same) for same in _rows_by_workload(folder).values()]}
 
 
 def load_suite(folder: Path) -> list[LabelledWorkload]:
-    """Every labelled workload of a suite folder whose trace is present (one per name: where
-    two files measured it, the one later in name order)."""
-    workloads = []
-    for path, doc in _documents(folder):
-        if "workloads" in doc:
-            workloads += _from_suite(doc, folder)
-        elif "cases" in doc:
-            workloads += _from_suite(single_fix_as_suite(doc), folder)
-        else:
-            raise InputError(f"{path}: neither 'workloads' nor 'cases'; not a suite's labels")
-    by_name = {w.name: w for w in workloads}  # a re-run (labels-<tag>.json) replaces a row
-    return [w for w in by_name.values() if w.trace.exists()]
+    """Every labelled workload of a suite folder whose trace is present, once: where several
+    files measured it (a re-run, ``labels-<tag>.json``), its traces are the first file's and
+    its fixes pooled (``pooled_row``)."""
+    rows = {name: pooled_row(same) for name, same in _rows_by_workload(folder).items()}
+    workloads = _from_suite({"workloads": list(rows.values())}, folder)
+    return [w for w in workloads if w.trace.exists()]
