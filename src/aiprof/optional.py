@@ -3,6 +3,7 @@ one line, how to install it when it is missing."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from aiprof.errors import MissingDependencyError
@@ -22,3 +23,11 @@ def import_torch(feature: str) -> Any:
     except ImportError:
         raise MissingDependencyError(f"{feature} needs PyTorch: {INSTALL_TORCH}") from None
     return torch
+
+
+def require_torch(feature: str) -> None:
+    """The ``import_torch`` error when torch is not installed, without importing it: for a
+    process that only starts others that will (``aiprof run --nproc`` starts torchrun, whose
+    ranks import it; the 2 s of importing it here would be spent for nothing)."""
+    if importlib.util.find_spec("torch") is None:
+        raise MissingDependencyError(f"{feature} needs PyTorch: {INSTALL_TORCH}")

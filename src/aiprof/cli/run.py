@@ -80,11 +80,15 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.capture.runner import parse_target, run_target
     from aiprof.capture.session import CaptureSession, RankInfo, import_torch
     from aiprof.errors import InputError
+    from aiprof.optional import require_torch
     from aiprof.record import rundir
 
     words = args.script[1:] if args.script[:1] == ["--"] else args.script
     target = parse_target(words)
-    import_torch()
+    if args.nproc is None:
+        import_torch()
+    else:  # the ranks import torch; this process only starts torchrun
+        require_torch("capture")
     options = capture_options(args)
     name = args.name or target.stem
     command = ("python", *(("-m",) if target.kind == "module" else ()), *target.argv)
