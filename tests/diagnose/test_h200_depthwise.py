@@ -16,12 +16,15 @@ def _rows(kind: str) -> list[dict[str, Any]]:
     return [r for r in doc["rows"] if str(r["shape"]).startswith(kind + " ")]
 
 
+def _totals_ms(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """(NCHW, channels_last) summed over the shapes, to the docs' 0.01 ms."""
+    return (round(sum(float(r["nchw_ms"]) for r in rows), 2),
+            round(sum(float(r["channels_last_ms"]) for r in rows), 2))
+
+
 def test_channels_last_depthwise_runs_cudnn_and_is_faster_at_11_of_12_shapes() -> None:
     rows = _rows("dw")
-    assert len(rows) == 12
-    nchw = sum(float(r["nchw_ms"]) for r in rows)
-    last = sum(float(r["channels_last_ms"]) for r in rows)
-    assert round(nchw, 2) == 9.51 and round(last, 2) == 3.82
+    assert len(rows) == 12 and _totals_ms(rows) == (9.51, 3.82)
     assert sum(float(r["channels_last_ms"]) < float(r["nchw_ms"]) for r in rows) == 11
     for r in rows:
         kernels = r["kernels"]
@@ -32,7 +35,4 @@ def test_channels_last_depthwise_runs_cudnn_and_is_faster_at_11_of_12_shapes() -
 
 def test_channels_last_batch_norm_is_faster_in_total() -> None:
     rows = _rows("bn")
-    assert len(rows) == 7
-    nchw = sum(float(r["nchw_ms"]) for r in rows)
-    last = sum(float(r["channels_last_ms"]) for r in rows)
-    assert round(nchw, 2) == 6.46 and round(last, 2) == 2.99
+    assert len(rows) == 7 and _totals_ms(rows) == (6.46, 2.99)
