@@ -14,7 +14,10 @@ in turn on the same arrivals:
   per request, whose done-callback packs its answer, the answers of a loop iteration in one
   ``write``, and the loop woken for every batch that ends;
 
-and, as a second baseline, the batcher alone in one process with the in-process load generator
+and two floors of any server built this way, on the same arrivals: *echo* answers each read
+on the loop at once (no batcher: a wake-up, a read and a send per read), *echo via a thread*
+hands each read to a thread that sends the answers (the trip to a model thread, no batcher);
+and, as a last baseline, the batcher alone in one process with the in-process load generator
 (``benchmarks/batcher_overhead.py``'s method).
 
     python benchmarks/serving_overhead.py [--rate 5000] [--requests 20000] [--delay-ms 0] [--json]
@@ -26,7 +29,11 @@ import argparse
 import asyncio
 import functools
 import json
+import os
+import queue
+import socket
 import struct
+import threading
 from typing import Any
 
 import numpy as np
@@ -35,9 +42,11 @@ from aiprof.errors import AiprofError
 from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.failures import RequestRejectedError
+from aiprof.inference.frontend import AnswerWriter
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.serving import FrontEnd, OpenLoad, serve
 from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
+from aiprof.inference.worker import MODEL_THREAD_PREFIX
 
 _ANSWER = struct.Struct("<IBBHi")
 
@@ -98,18 +107,70 @@ class PerRequestServer(asyncio.Protocol):
             self._transport.write(b"".join(out))
 
 
+_SERVED = struct.Struct("<I4xi")
+
+
+class EchoServer(asyncio.Protocol):
+    """The floor: each read answered on the loop at once, no batcher (``via_thread``: by a
+    thread the read is handed to, which sends the answers itself)."""
+
+    via_thread = False
+
+    def __init__(self, batcher: DynamicBatcher, num_slots: int,
+                 closed: asyncio.Future[None]) -> None:
+        self._closed = closed
+        self._reader = RecordReader(REQUEST)
+        self._writer: AnswerWriter | None = None
+        self._reads: queue.SimpleQueue[list[int] | None] = queue.SimpleQueue()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        raw = transport.get_extra_info("socket")
+        self._writer = AnswerWriter(asyncio.get_running_loop(),
+                                    socket.socket(fileno=os.dup(raw.fileno())))
+        if self.via_thread:  # named as a model thread, so its CPU is counted as theirs
+            threading.Thread(target=self._answer_reads, daemon=True,
+                             name=f"{MODEL_THREAD_PREFIX}echo").start()
+
+    def data_received(self, data: bytes) -> None:
+        ids = self._reader.feed(data)["id"].tolist()
+        if self.via_thread:
+            self._reads.put(ids)
+        else:
+            self._answer(ids)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._reads.put(None)
+        if self._writer is not None:
+            self._writer.close()
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _answer(self, ids: list[int]) -> None:
+        assert self._writer is not None
+        self._writer.send(b"".join(map(_SERVED.pack, ids, ids)))
+
+    def _answer_reads(self) -> None:
+        while (ids := self._reads.get()) is not None:
+            self._answer(ids)
+
+
+class ThreadEchoServer(EchoServer):
+    via_thread = True
+
+
 def _zero_cost(batch: list[Any]) -> list[int]:
     return [rid for rid, _slot in batch]
 
 
 PATHS: dict[str, FrontEnd | None] = {"group": None, "per request": PerRequestServer}
+FLOORS: dict[str, FrontEnd] = {"echo": EchoServer, "echo via a thread": ThreadEchoServer}
 
 
 def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
             path: str = "group") -> dict[str, float]:
     """One run through the socket: the server's CPU per request and what the client saw."""
     arrivals = poisson_arrivals(rate_rps, num_requests, seed=seed)
-    front_end = PATHS[path]
+    front_end = {**PATHS, **FLOORS}[path]
     load = OpenLoad(arrivals_us=tuple(arrivals.tolist()))
     run = (serve(_zero_cost, policy, load, num_slots=1) if front_end is None
            else serve(_zero_cost, policy, load, num_slots=1, front_end=front_end))
@@ -148,10 +209,10 @@ def main() -> None:
     from batcher_overhead import measure as batcher_alone  # the same folder
 
     policy = BatchPolicy(max_batch_size=args.max_batch, max_queue_delay_us=args.delay_ms * 1e3)
-    runs: dict[str, list[dict[str, float]]] = {path: [] for path in PATHS}
+    runs: dict[str, list[dict[str, float]]] = {path: [] for path in (*PATHS, *FLOORS)}
     baseline = []
-    for seed in range(args.repeats):  # the paths in turn, so both see the same machine
-        for path in PATHS:
+    for seed in range(args.repeats):  # the paths in turn, so all see the same machine
+        for path in runs:
             runs[path].append(measure(args.rate, args.requests, policy, seed, path))
             if not args.json:
                 print(_line(path, args.rate, runs[path][-1]), flush=True)
@@ -166,13 +227,18 @@ def main() -> None:
                "median_per_request_path_cpu_us_per_request": median["per request"],
                "per_request_over_group": ratios,
                "median_batcher_alone_cpu_us_per_request": alone,
+               "floors": {path: runs[path] for path in FLOORS},
+               "median_floor_cpu_us_per_request": {path: float(np.median(
+                   [r["server_cpu_us_per_request"] for r in runs[path]])) for path in FLOORS},
                "ratio": median["group"] / alone}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
+    floors = summary["median_floor_cpu_us_per_request"]
     print(f"median serving process CPU {median['group']:.1f} us/request (per-request path "
           f"{median['per request']:.1f}; per request / group, run by run: "
-          f"{', '.join(f'{r:.2f}x' for r in ratios)}); batcher alone {alone:.1f}")
+          f"{', '.join(f'{r:.2f}x' for r in ratios)}); floors: echo {floors['echo']:.1f}, "
+          f"echo via a thread {floors['echo via a thread']:.1f}; batcher alone {alone:.1f}")
 
 
 if __name__ == "__main__":

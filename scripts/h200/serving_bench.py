@@ -214,20 +214,22 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
     """The serving process's CPU per request at 5,000 req/s with a model that costs nothing
     (benchmarks/serving_overhead.py's measurement, on this machine's host CPU): the serving path
     (request groups, answers sent from the model threads) and the per-request path before it
-    (one future per request), in turn on the same arrivals, three times each. The top-level
-    fields are the serving path's median run."""
+    (one future per request), in turn on the same arrivals, three times each, and (not in
+    smoke mode) the two floors of the benchmark: a socket echo on the loop, and one through a
+    thread. The top-level fields are the serving path's median run."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from serving_overhead import PATHS  # the per-request path lives there, as the baseline
+    from serving_overhead import FLOORS, PATHS  # the baselines live there
 
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.policy import BatchPolicy
     from aiprof.inference.serving import OpenLoad, serve
 
     count, repeats = (1000, 1) if smoke else (10_000, 3)
-    runs: dict[str, list[dict[str, Any]]] = {path: [] for path in PATHS}
+    paths = {**PATHS, **({} if smoke else FLOORS)}
+    runs: dict[str, list[dict[str, Any]]] = {path: [] for path in paths}
     for seed in range(repeats):
         load = OpenLoad(arrivals_us=tuple(poisson_arrivals(5000.0, count, seed=seed).tolist()))
-        for path, front_end in PATHS.items():
+        for path, front_end in paths.items():
             options = {} if front_end is None else {"front_end": front_end}
             run = serve(_zero_cost, BatchPolicy(max_batch_size=32), load, num_slots=1,
                         **options)

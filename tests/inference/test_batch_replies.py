@@ -195,3 +195,15 @@ def test_answer_writer_keeps_records_whole_and_in_order_when_the_socket_is_full(
     assert sorted(ids) == list(range(20_000))
     evens, odds = [i for i in ids if i % 2 == 0], [i for i in ids if i % 2]
     assert evens == sorted(evens) and odds == sorted(odds)  # each sender's order kept
+
+
+def test_a_batch_recorded_at_once_is_recorded_as_its_requests_one_by_one():
+    from aiprof.inference.metrics import MetricsRecorder
+
+    together, each = MetricsRecorder(), MetricsRecorder()
+    for enqueues, levels in (([1.0], [1]), ([1.0, 4.0, 6.5], [1, 2, 1])):
+        together.requests(enqueues, levels, 3.0, 5.0, 9.0)
+        for enqueue, level in zip(enqueues, levels, strict=True):
+            each.request(enqueue, 3.0, 5.0, 9.0, level)
+    assert together.summary(10.0) == each.summary(10.0)
+    assert together.summary(10.0).forming_mean_us > 0

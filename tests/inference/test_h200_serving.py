@@ -4,7 +4,9 @@ NVIDIA H200 (committed as tests/data/inference/h200_serving.json; skipped until 
 For ResNet-50 and BERT-base, FP32 and BF16: the real batcher serves >= 80% of the curve's capacity
 at a P99 no worse than 2x a full batch's latency plus the delay; the simulator's P50 and P99 are
 within 10% of the real ones at 40% and 80% of capacity; a 10x overload answers or rejects every
-request once. Every number is recomputed here from the recorded raw values.
+request once. Every number is recomputed here from the recorded raw values. Three runs are
+committed: the first (17:09 UTC) and second (17:36) before request groups and the bench's choice
+of preferred sizes, the latest (20:07, ``h200_serving_2006.json``) with them.
 """
 
 from __future__ import annotations
@@ -252,3 +254,96 @@ def test_the_second_run_answered_every_overload_request_once_and_did_not_repeat_
     assert shares[("resnet50", "bfloat16")] < 0.7 <= first[("resnet50", "bfloat16")][
         "served_share_of_capacity"]
     assert sum(1 for s in shares.values() if s >= 0.77) == 3
+
+
+# A third H200 run (20:07 UTC, serving path at 9c43b90: request groups, answers sent from the
+# model threads, and the loads served with the setting the simulator chose, a preferred half
+# batch; tests/data/inference/h200_serving_2006.json). The acceptance as it stands there.
+LATEST = DATA.with_name("h200_serving_2006.json")
+
+
+@pytest.fixture(scope="module")
+def latest_doc():
+    return json.loads(LATEST.read_text())
+
+
+@pytest.fixture(scope="module")
+def latest(latest_doc):
+    return {(r["model"], r["dtype"]): r["comparison"] for r in latest_doc["runs"]}
+
+
+def test_the_latest_run_is_an_h200_run_with_every_part(latest_doc, latest):
+    assert "H200" in latest_doc["machine"]["device"] and not latest_doc["smoke"]
+    assert all(s["ok"] for s in latest_doc["status"].values()), latest_doc["status"]
+    assert sorted(latest) == sorted(RUNS) and latest_doc["total_s"] < 480
+    for key, result in latest.items():  # served with the setting the simulator chose
+        chosen = min(result["setting_p99_us"], key=lambda k: result["setting_p99_us"][k])
+        assert chosen == f"{result['num_instances']} x 16,32", key
+        assert result["policy"]["preferred_batch_sizes"] == [16, 32]
+
+
+_LATEST_STALL = pytest.mark.xfail(strict=True, reason=(
+    "H200 2026-12-01 20:07 UTC: ResNet-50 BF16 at 80% load, P99 16.3 ms against a bound of "
+    "12.2 ms and a simulated 10.4 ms: the tail in 5 of the run's 100 ms windows, the client "
+    "2.9 ms late once, and the engine's time outside the device for a batch of 5 at 1.7 ms "
+    "(0.8-1.1 ms for the sizes around it): host-stage stalls that the simulator's host curve "
+    "does not hold"))
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=_LATEST_STALL)
+                                 if k == ("resnet50", "bfloat16") else k for k in RUNS],
+                         ids=lambda k: " ".join(k))
+def test_the_latest_run_serves_80_pct_of_capacity_within_the_p99_bound(latest, key):
+    test_serves_80_pct_of_capacity_within_the_p99_bound(latest, key)
+
+
+_LATEST_MISSES = {
+    ("resnet50", "float32", "40% of capacity"): "P50/P99 -10.0/-10.2%",
+    ("resnet50", "bfloat16", "40% of capacity"): "P99 -11.3%",
+    ("resnet50", "bfloat16", "80% of capacity"): "P99 -36.0% (the stall above)",
+}
+
+
+def _latest_case(key, label):
+    miss = _LATEST_MISSES.get((*key, label))
+    marks = [pytest.mark.xfail(strict=True, reason=(
+        f"H200 2026-12-01 20:07 UTC: ResNet-50 {miss}; its host stage (the assembly of "
+        "3x224x224 images by torch's threads, 250-300 us of their CPU per request) varies more "
+        "under load than the median the simulator is given"))] if miss else []
+    return pytest.param(key, label, id=f"{label}-{' '.join(key)}", marks=marks)
+
+
+@pytest.mark.parametrize(("key", "label"), [_latest_case(key, label) for label in (
+    "40% of capacity", "80% of capacity") for key in RUNS])
+def test_the_latest_simulator_within_10_pct_of_the_real_batcher(latest, key, label):
+    test_simulator_within_10_pct_of_the_real_batcher(latest, key, label)
+
+
+@pytest.mark.parametrize("key", RUNS, ids=lambda k: " ".join(k))
+def test_the_latest_overload_answers_every_request_once(latest, key):
+    test_overload_answers_every_request_once(latest, key)
+    test_closed_loop_and_tuner_were_run(latest, key)
+
+
+def test_the_latest_serving_path_costs_less_per_request_than_the_one_before(latest_doc):
+    """The serving process's CPU per request at 5,000 req/s with a model that costs nothing,
+    the two request paths in turn on the same arrivals: the group path costs less in every pair
+    and wakes the loop less than once per request (the per-request path about three times)."""
+    overhead = latest_doc["serving_overhead"]
+    group, before = overhead["paths"]["group"], overhead["paths"]["per request"]
+    assert len(group) == len(before) == 3
+    for new, old in zip(group, before, strict=True):
+        assert new["seed"] == old["seed"]
+        assert new["num_lost"] == new["num_duplicated"] == 0
+        assert new["server_cpu_us_per_request"] < 0.8 * old["server_cpu_us_per_request"]
+        assert new["loop_iterations_per_request"] < 1 < 2 < old["loop_iterations_per_request"]
+        assert new["latency_p50_us"] < old["latency_p50_us"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "H200 2026-12-01 20:07 UTC: 77.0, 69.9 and 71.4 us per request (median 71.4; the loop's "
+    "thread 51.6-57.8, the model threads 17.9-19.2) at a mean batch of 1.4-1.5, against 99.4-118.3 "
+    "us for the per-request path: each request is nearly its own batch and pays the trip to "
+    "the model thread"))
+def test_the_latest_serving_overhead_is_under_50_us_per_request(latest_doc):
+    assert latest_doc["serving_overhead"]["server_cpu_us_per_request"] < 50

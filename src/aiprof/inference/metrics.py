@@ -87,6 +87,9 @@ class MetricsRecorder:
     def requests(self, enqueue_us: list[float], levels: list[int], free_us: float,
                  dispatch_us: float, done_us: float) -> None:
         """Record the completed requests of one batch (as :meth:`request` does for each)."""
+        if len(enqueue_us) == 1:  # a lone request: the common batch of a lightly loaded server
+            self.request(enqueue_us[0], free_us, dispatch_us, done_us, levels[0])
+            return
         forming = [dispatch_us - max(e, free_us) for e in enqueue_us]
         self._latency.extend([done_us - e for e in enqueue_us])
         self._level.extend(levels)
