@@ -108,7 +108,7 @@ def test_the_try_record_says_how_variants_started(tmp_path: Path) -> None:
     import subprocess
 
     done = subprocess.run(
-        [sys.executable, "-m", "aiprof.cli.main", "try", "--fix", "expandable_segments",
+        [sys.executable, "-m", "aiprof.cli.main", "try", "--fix", "no_empty_cache",
          "--spawn", "fork", "--rounds", "1", "--steps", "2", "--warmup", "3",
          "--out", str(tmp_path), "--json", "--", "python", str(WORKLOADS / "tiny.py")],
         env=env(), capture_output=True, text=True, timeout=300)
