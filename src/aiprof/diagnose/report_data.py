@@ -25,6 +25,7 @@ from aiprof.diagnose.finding import Diagnosis
 from aiprof.errors import AiprofError
 from aiprof.tensor.trace_roofline import TraceRoofline, trace_roofline
 from aiprof.trace import Trace, TraceSet
+from aiprof.trace.heap import release_freed
 from aiprof.trace.stream import TraceStream, shifted_table
 from aiprof.trace.tables import StepTable
 
@@ -75,11 +76,14 @@ def report_data(
     """The per-rank views of ``traces`` beside their diagnosis: ``diagnosis`` when given (it is
     not computed again), else diagnosed here, once."""
     parts = [_trace_part(trace) for trace in traces]  # before the replay timelines exist
+    release_freed()  # their passes' temporaries (diagnose/context.py, ``_releasing``)
     if diagnosis is None:
         diagnosis, contexts = diagnose_ranks(traces, options)
     else:
         contexts = [Context(trace, options or DiagnoseOptions()) for trace in traces]
     views = [_rank_view(part, ctx) for part, ctx in zip(parts, contexts, strict=True)]
+    del contexts  # the replay timelines, before the report's views are computed
+    release_freed()
     return ReportData(title, diagnosis, views)
 
 
