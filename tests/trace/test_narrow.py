@@ -91,3 +91,15 @@ def test_ids_past_int32_stay_int64_and_link_as_before(tmp_path):
         launched = trace.runtime.correlation[trace.kernels.launch_row]
         assert launched.tolist() == trace.kernels.correlation.tolist()
     assert wide_trace.kernels.ts_us.tolist() == narrow_trace.kernels.ts_us.tolist()
+
+
+def test_smallest_takes_the_narrowest_type_that_holds_every_value():
+    cases = [([0, -128, 127], np.int8), ([0, 128], np.int16), ([-40_000, 1], np.int32),
+             ([0, 2**31], np.int64)]
+    for values, dtype in cases:
+        column = np.array(values, dtype=np.int64)
+        small = narrow.smallest(column)
+        assert small.dtype == dtype and small.tolist() == values
+    floats = np.array([1.5, 2.0])
+    assert narrow.smallest(floats) is floats
+    assert narrow.smallest(np.zeros(0, np.int64)).dtype == np.int64

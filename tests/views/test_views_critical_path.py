@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import DATA
+from tests.conftest import DATA, require
 from views_synth import Builder
 
 from aiprof import load_trace
@@ -66,3 +66,19 @@ def test_hta_critical_path(public_traces: Path, file: str) -> None:
     ours = [w for w, t in zip(cp.edge_weight_us.tolist(), cp.edge_type, strict=True)
             if w > 0 and t != "launch_delay"]
     assert sorted(ours) == pytest.approx(sorted(w for _, w in hta["events"]))
+
+
+def test_queue_lengths_of_a_window_are_those_of_the_whole_trace(public_traces: Path) -> None:
+    """``_queue_at`` orders only the points up to the window's last: the same lengths."""
+    import numpy as np
+
+    from aiprof.analysis.critical_graph import _queue_at
+
+    trace = load_trace(require(public_traces / "critical_path" / sorted(HTA)[0]))
+    every = np.arange(len(trace.gpu_ops))
+    whole_launch, whole_start = _queue_at(trace, every)
+    assert (whole_launch >= 0).sum() > 10
+    window = every[len(every) // 3: len(every) // 2]
+    at_launch, at_start = _queue_at(trace, window)
+    assert np.array_equal(at_launch, whole_launch[window])
+    assert np.array_equal(at_start, whole_start[window])

@@ -120,3 +120,36 @@ def test_kernel_view_shares_and_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert json.loads(capsys.readouterr().out)["schema"] == "aiprof.ops/1"
     pytest.importorskip("pandas")
     assert view.to_pandas()["tensor_core"].tolist() == [True, False, False]
+
+
+def test_op_view_groups_by_table_and_by_sort_alike(public_traces: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dense table and the sort give the same rows, and each row sums its spans' times in
+    span order (as ``op_spans`` lists them)."""
+    from collections import defaultdict
+
+    from tests.conftest import require
+
+    from aiprof.analysis import ops
+
+    trace = load_trace(require(public_traces / "df_index_resolver" / "df_index_resolver.json.gz"))
+    for by_shape in (False, True):
+        dense = ops.op_view(trace, by_shape=by_shape).rows
+        with monkeypatch.context() as patch:
+            patch.setattr(ops, "DENSE_KEYS_PER_SPAN", -10**12)  # always the sort
+            assert ops.op_view(trace, by_shape=by_shape).rows == dense
+        spans = ops.op_spans(trace)
+        totals: dict[tuple[int, int, int], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+        for name, kind, shape, cpu, self_cpu in zip(
+                spans.name_id.tolist(), spans.kind.tolist(), spans.shapes_id.tolist(),
+                spans.total_cpu_us.tolist(), spans.self_cpu_us.tolist(), strict=True):
+            row = totals[(name, kind, shape if by_shape else -1)]
+            row[0] += 1
+            row[1] += cpu
+            row[2] += self_cpu
+        assert len(dense) == len(totals) > 20
+        by_key = {(r.name, r.kind, r.input_shapes): r for r in dense}
+        for (name, kind, shape), (count, cpu, self_cpu) in totals.items():
+            text = trace.json_texts[shape] if shape >= 0 else None
+            r = by_key[(trace.name(name), ops.KINDS[kind], text)]
+            assert (r.count, r.total_cpu_us, r.self_cpu_us) == (count, cpu, self_cpu)

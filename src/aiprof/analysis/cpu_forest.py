@@ -1,7 +1,9 @@
 """The nesting of a trace's CPU spans (ops, annotations, runtime calls), built once per trace.
 
 The op view, memory by op and the diff all read it; it is kept per ``Trace`` object (weakly:
-it goes with the trace) so that computing several views nests the spans once.
+it goes with the trace) so that computing several views nests the spans once. It is kept
+narrow (rows int32, depths and thread keys in a byte or two where they fit): the report holds
+it beside the trace, 31 bytes a span where it took 53 (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from aiprof.analysis.cputree import SpanTree, merge_repeats, span_tree, thread_keys
 from aiprof.trace import Trace
+from aiprof.trace.narrow import narrow, smallest
 
 _CACHE: weakref.WeakKeyDictionary[Trace, CpuForest] = weakref.WeakKeyDictionary()
 
@@ -73,11 +76,13 @@ def cpu_forest(trace: Trace) -> CpuForest:
 def _build(trace: Trace) -> CpuForest:
     tables = (trace.cpu_ops, trace.annotations, trace.runtime)
     ops, notes = len(trace.cpu_ops), len(trace.annotations)
-    thread = thread_keys(np.concatenate([t.pid for t in tables]),
-                         np.concatenate([t.tid for t in tables]))
+    thread = smallest(thread_keys(np.concatenate([t.pid for t in tables]),
+                                  np.concatenate([t.tid for t in tables])))
     ts = np.concatenate([t.ts_us for t in tables])
     dur = np.concatenate([t.dur_us for t in tables])
     name_id = np.concatenate([t.name_id for t in tables])
     nested = span_tree(thread, ts, dur)
+    nested = SpanTree(narrow(nested.parent), smallest(nested.depth))
     tree, keep = merge_repeats(nested, name_id)
+    tree = SpanTree(narrow(tree.parent), tree.depth)
     return CpuForest((0, ops, ops + notes), thread, ts, dur, name_id, nested, tree, keep)

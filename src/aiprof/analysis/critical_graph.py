@@ -189,14 +189,26 @@ def _stream_edges(trace: Trace, gpu_rows: np.ndarray, num_cpu: int, stream_key: 
 
 
 def _queue_at(trace: Trace, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per op: its stream's queue length just after its launch and just after its start."""
+    """Per op: its stream's queue length just after its launch and just after its start.
+
+    A length counts the launches and starts before it on its stream: only the points up to
+    the latest launch or start of ``gpu_rows`` are ordered (each stream's earliest points, so
+    every length is the one the whole trace gives), not every op of the trace."""
     gpu = trace.gpu_ops
     rows = np.flatnonzero((gpu.launch_row >= 0) & trace.strings.mask(
         gather(trace.runtime.name_id, gpu.launch_row, 0), HTA_LAUNCHES))
+    launch_ts, start_ts = trace.runtime.ts_us[gpu.launch_row[rows]], gpu.ts_us[rows]
+    pos = np.minimum(np.searchsorted(rows, gpu_rows), max(len(rows) - 1, 0))
+    where = np.where((len(rows) > 0) & (rows[pos] == gpu_rows), pos, -1)  # rows is sorted
+    needed = where[where >= 0]
+    last = max(float(launch_ts[needed].max()), float(start_ts[needed].max())) \
+        if len(needed) else -np.inf
+    launched, started = np.flatnonzero(launch_ts <= last), np.flatnonzero(start_ts <= last)
     key = gpu.device[rows].astype(np.int64) * (1 << 32) + gpu.stream[rows]
-    times = np.concatenate([trace.runtime.ts_us[gpu.launch_row[rows]], gpu.ts_us[rows]])
-    keys = np.concatenate([key, key])
-    delta = np.concatenate([np.ones(len(rows)), -np.ones(len(rows))])
+    times = np.concatenate([launch_ts[launched], start_ts[started]])
+    keys = np.concatenate([key[launched], key[started]])
+    del launch_ts, start_ts, key
+    delta = np.concatenate([np.ones(len(launched)), -np.ones(len(started))])
     order = np.lexsort((times, keys))
     total = np.cumsum(delta[order])
     first = np.concatenate([[True], keys[order][1:] != keys[order][:-1]])
@@ -204,8 +216,9 @@ def _queue_at(trace: Trace, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
     level = total - (total - delta[order])[base]  # restart the count on each stream
     at = np.empty(len(order))
     at[order] = level
-    where = lookup(gpu_rows, rows)
-    return gather(at[: len(rows)], where, -1.0), gather(at[len(rows):], where, -1.0)
+    at_launch, at_start = np.full(len(rows), -1.0), np.full(len(rows), -1.0)
+    at_launch[launched], at_start[started] = at[: len(launched)], at[len(launched):]
+    return gather(at_launch, where, -1.0), gather(at_start, where, -1.0)
 
 
 def _sync_edges(trace: Trace, gpu_rows: np.ndarray, num_cpu: int, stream_key: np.ndarray,

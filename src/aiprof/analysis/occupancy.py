@@ -49,15 +49,18 @@ def occupancy_pass(trace: Trace) -> OccupancyResult:
     if occ is None or not occ.supported or occ.num_sms is None:
         return OccupancyResult(False, None, empty, empty, 0.0, float(dur.sum()), float("nan"), {})
     small = occ.grid_below_sm_count[rows]
-    value = occ.occupancy[rows]
+    config = occ.config[rows]  # each kernel's launch configuration: the results are per one
+    value = occ.config_occupancy[config]
     known = ~np.isnan(value)
     weighted = (
         100.0 * float(np.sum(value[known] * dur[known]) / dur[known].sum())
         if known.any() and dur[known].sum() > 0
         else float("nan")
     )
+    del value, known
     limiters: dict[str, float] = {}
-    codes = occ.limiter_code[rows]
+    codes = occ.config_limiter_code[config]
+    del config
     for code in sorted(np.unique(codes).tolist(), key=LIMITER_NAMES.__getitem__):
         limiters[LIMITER_NAMES[code]] = float(dur[codes == code].sum())
     return OccupancyResult(

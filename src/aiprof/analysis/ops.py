@@ -18,12 +18,13 @@ children and GPU time moved up. The view covers the whole trace, as ``key_averag
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
-from aiprof.analysis.cpu_forest import cpu_forest
+from aiprof.analysis.cpu_forest import CpuForest, cpu_forest
 from aiprof.analysis.frames import data_frame
 from aiprof.trace import Trace
 
@@ -80,7 +81,28 @@ def op_spans(trace: Trace) -> OpSpans:
     """Self and total times of every CPU span (see the module docstring)."""
     forest = cpu_forest(trace)
     ops, notes, calls = trace.cpu_ops, trace.annotations, trace.runtime
+    keep = forest.keep
+    kind = np.concatenate([np.full(len(t), k) for k, t in enumerate((ops, notes, calls))])
+    shapes = np.concatenate([ops.input_dims_id, np.full(len(notes) + len(calls), -1)])
+    total_cpu, self_cpu, self_gpu, total_gpu = (t[keep] for t in _span_times(trace, forest))
+    return OpSpans(
+        ts_us=forest.ts_us[keep],
+        name_id=forest.name_id[keep],
+        kind=kind[keep],
+        shapes_id=shapes[keep],
+        total_cpu_us=total_cpu,
+        self_cpu_us=self_cpu,
+        self_gpu_us=self_gpu,
+        total_gpu_us=total_gpu,
+    )
+
+
+def _span_times(trace: Trace, forest: CpuForest) -> Iterator[np.ndarray]:
+    """Total CPU, self CPU, self GPU and total GPU time of every span of ``forest`` (folded
+    ones too), one array at a time: a caller that sums each as it comes holds one, not four."""
     tree, keep, dur = forest.tree, forest.keep, forest.dur_us
+    yield dur
+    yield dur - tree.sum_children(np.where(keep, dur, 0.0))
     gpu = trace.gpu_ops
     owner = np.where(gpu.op_row >= 0, gpu.op_row,
                      np.where(gpu.launch_row >= 0, forest.offsets[2] + gpu.launch_row, -1))
@@ -88,51 +110,70 @@ def op_spans(trace: Trace) -> OpSpans:
     owner = forest.kept_owner(owner[linked])  # GPU time of folded spans: their kept ancestor
     self_gpu = np.zeros(len(dur))
     np.add.at(self_gpu, owner, gpu.dur_us[linked])
-    kind = np.concatenate([np.full(len(t), k) for k, t in enumerate((ops, notes, calls))])
-    shapes = np.concatenate([ops.input_dims_id, np.full(len(notes) + len(calls), -1)])
-    kept_dur = np.where(keep, dur, 0.0)
-    return OpSpans(
-        ts_us=forest.ts_us[keep],
-        name_id=forest.name_id[keep],
-        kind=kind[keep],
-        shapes_id=shapes[keep],
-        total_cpu_us=dur[keep],
-        self_cpu_us=(dur - tree.sum_children(kept_dur))[keep],
-        self_gpu_us=self_gpu[keep],
-        total_gpu_us=tree.sum_subtree(self_gpu)[keep],
-    )
+    del owner, linked
+    yield self_gpu
+    yield tree.sum_subtree(self_gpu)
+
+
+DENSE_KEYS_PER_SPAN = 4
+"""Group keys are counted in a dense table (``np.bincount``) while their range is at most this
+many times the spans (a name, kind and shapes key of a trace is far below), else grouped by a
+sort (``np.unique``): the table's and the sort's results are the same groups in the same order."""
 
 
 def op_view(trace: Trace, *, by_shape: bool = False) -> OpView:
-    """Per op name (and input shapes with ``by_shape``): counts and the four times."""
-    spans = op_spans(trace)
-    shapes = spans.shapes_id if by_shape else np.full(len(spans.name_id), -1)
-    if len(shapes) == 0:
+    """Per op name (and input shapes with ``by_shape``): counts and the four times.
+
+    Each span's key is its group's, the folded spans' a group of their own that is dropped;
+    the four times are summed per group one at a time, in span order (the sums of the kept
+    spans' times, as ``op_spans`` gives them)."""
+    forest = cpu_forest(trace)
+    keep = forest.keep
+    if not keep.any():
         return OpView(trace.rank, trace.path, by_shape, [])
-    name_id = spans.name_id.astype(np.int64)  # int32 columns: the key needs 64 bits
-    keys = (name_id * len(KINDS) + spans.kind) * (int(shapes.max()) + 2) + shapes + 1
-    unique_keys, first, group = np.unique(keys, return_index=True, return_inverse=True)
-    distinct = np.stack([spans.name_id[first], spans.kind[first], shapes[first]], axis=1)
-    count = np.bincount(group)
-
-    def total(values: np.ndarray) -> np.ndarray:
-        return np.bincount(group, weights=values, minlength=len(distinct))
-
-    times = [total(v) for v in (spans.total_cpu_us, spans.self_cpu_us, spans.self_gpu_us,
-                                spans.total_gpu_us)]
+    ops = trace.cpu_ops
+    kind = np.repeat(np.arange(len(KINDS), dtype=np.int64),
+                     [len(ops), len(trace.annotations), len(trace.runtime)])
+    if by_shape:
+        shapes = np.concatenate([ops.input_dims_id,
+                                 np.full(len(keep) - len(ops), -1)]).astype(np.int64)
+    else:
+        shapes = np.full(len(keep), -1, dtype=np.int64)
+    radix = int(shapes[keep].max()) + 2
+    name_id = forest.name_id.astype(np.int64)  # int32 columns: the key needs 64 bits
+    keys = (name_id * len(KINDS) + kind) * radix + shapes + 1
+    del name_id, kind, shapes
+    present, group = _groups(np.where(keep, keys, -1))
+    del keys
+    folded = int(present[0] < 0)  # the folded spans' group (key -1) comes first
+    present = present[folded:]
+    count = np.bincount(group)[folded:]
+    times = [np.bincount(group, weights=t)[folded:] for t in _span_times(trace, forest)]
     rows = [
         OpRow(
-            name=trace.name(int(name_id)),
-            kind=KINDS[int(kind)],
-            input_shapes=trace.json_texts[int(shape)] if shape >= 0 else None,
+            name=trace.name(int(key) // (len(KINDS) * radix)),
+            kind=KINDS[int(key) // radix % len(KINDS)],
+            input_shapes=trace.json_texts[shape] if (shape := int(key) % radix - 1) >= 0
+            else None,
             count=int(count[g]),
             total_cpu_us=float(times[0][g]),
             self_cpu_us=float(times[1][g]),
             self_gpu_us=float(times[2][g]),
             total_gpu_us=float(times[3][g]),
         )
-        for g, (name_id, kind, shape) in enumerate(distinct)
+        for g, key in enumerate(present.tolist())
     ]
     rows.sort(key=lambda r: (-r.self_cpu_us, -r.self_gpu_us, r.name))
     return OpView(trace.rank, trace.path, by_shape, rows)
 
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (ascending; -1 allowed) and each key's index among them."""
+    low, high = int(keys.min()), int(keys.max())
+    if high - low > DENSE_KEYS_PER_SPAN * len(keys) + 1024:
+        present, group = np.unique(keys, return_inverse=True)
+        return present, group.ravel()
+    offset = keys - low
+    seen = np.bincount(offset) > 0
+    index = np.cumsum(seen) - 1
+    return np.flatnonzero(seen) + low, index[offset]

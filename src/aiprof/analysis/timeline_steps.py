@@ -46,25 +46,31 @@ class StepTimeline:
 def step_timeline(trace: Trace) -> StepTimeline:
     forest = cpu_forest(trace)
     gpu = trace.gpu_ops
+    steps = trace.steps
+    windows = [(float(steps.start_us[i]), float(steps.end_us[i]))
+               for i in range(min(len(steps), MAX_STEPS))]
     step_spans = trace.strings.mask(forest.name_id, PROFILER_STEP)
-    shallow = np.flatnonzero((forest.nested.depth <= 2) & ~step_spans)
+    shallow = np.flatnonzero((forest.nested.depth <= 2) & ~step_spans
+                             & _in_windows(forest.ts_us, windows))
+    del step_spans
+    gpu_rows = np.flatnonzero(_in_windows(gpu.ts_us, windows))
     cpu_kind = np.searchsorted(np.array(forest.offsets[1:]), shallow, side="right")
     gpu_kind = 3 + np.searchsorted(np.array([len(trace.kernels),
                                              len(trace.kernels) + len(trace.memcpy)]),
-                                   np.arange(len(gpu)), side="right")
+                                   gpu_rows, side="right")
     cpu_lane = [f"thread {t}" for t in _tids(trace)]
     stream_keys = gpu.device.astype(np.int64) * (1 << 32) + gpu.stream
-    streams, stream_index = np.unique(stream_keys, return_inverse=True)
+    streams = np.unique(stream_keys)
+    stream_index = np.searchsorted(streams, stream_keys[gpu_rows])
+    del stream_keys
     lanes = cpu_lane + [f"GPU {int(k >> 32)} stream {int(k & 0xFFFFFFFF)}" for k in streams]
-    ts = np.concatenate([forest.ts_us[shallow], gpu.ts_us])
-    dur = np.concatenate([forest.dur_us[shallow], gpu.dur_us])
-    lane = np.concatenate([forest.thread[shallow], len(cpu_lane) + stream_index.ravel()])
+    ts = np.concatenate([forest.ts_us[shallow], gpu.ts_us[gpu_rows]])
+    dur = np.concatenate([forest.dur_us[shallow], gpu.dur_us[gpu_rows]])
+    lane = np.concatenate([forest.thread[shallow], len(cpu_lane) + stream_index])
     kind = np.concatenate([cpu_kind, gpu_kind])
-    name_id = np.concatenate([forest.name_id[shallow], gpu.name_id])
-    steps = trace.steps
+    name_id = np.concatenate([forest.name_id[shallow], gpu.name_id[gpu_rows]])
     chosen = []
-    for i in range(min(len(steps), MAX_STEPS)):
-        lo, hi = float(steps.start_us[i]), float(steps.end_us[i])
+    for i, (lo, hi) in enumerate(windows):
         rows = np.flatnonzero((ts >= lo) & (ts < hi))
         rows = rows[np.argsort(-dur[rows], kind="stable")[:MAX_SPANS]]
         chosen.append((int(steps.number[i]), lo, hi, rows))
@@ -75,6 +81,15 @@ def step_timeline(trace: Trace) -> StepTimeline:
                         np.searchsorted(used, name_id[r]))
            for n, lo, hi, r in chosen]
     return StepTimeline(lanes, names, out, len(steps))
+
+
+def _in_windows(ts_us: np.ndarray, windows: list[tuple[float, float]]) -> np.ndarray:
+    """Which times fall in one of the drawn steps' ``[start, end)``: the spans are taken in
+    their order from those alone, not from the whole trace (the same rows per step)."""
+    inside = np.zeros(len(ts_us), dtype=bool)
+    for lo, hi in windows:
+        inside |= (ts_us >= lo) & (ts_us < hi)
+    return inside
 
 
 def _tids(trace: Trace) -> list[int]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, wraps
+from typing import TypeVar
 
 import numpy as np
 
@@ -37,6 +39,26 @@ from aiprof.hardware import GpuSpec
 from aiprof.tensor.ceilings_model import Ceilings
 from aiprof.trace import Trace
 from aiprof.trace.capture_timing import unprofiled_step_us
+from aiprof.trace.heap import release_freed
+
+T = TypeVar("T")
+
+
+def _releasing(compute: Callable[[Context], T]) -> Callable[[Context], T]:
+    """``compute``, then the heap its temporaries freed given back (``heap.release_freed``):
+    a pass over every event frees arrays of the trace's length in glibc's heap, which holds
+    them in the process's memory; the next pass's peak came on top of them (the replays of a
+    2.5 GB trace peaked at 1,187-1,227 MiB without it, 1,136 with it; docs/scale.md)."""
+
+    @wraps(compute)
+    def computed(ctx: Context) -> T:
+        try:
+            return compute(ctx)
+        finally:
+            release_freed()
+
+    return computed
+
 
 DEFAULT_LAUNCH_CALL_US = 5.0
 """A kernel launch call's CPU time when the trace has none to measure: the median kernel launch
@@ -122,6 +144,7 @@ class Context:
         return product.host_link_bytes_per_s / 2
 
     @cached_property
+    @_releasing
     def idle(self) -> IdleResult:
         return stream_idle(self.trace)
 
@@ -146,6 +169,7 @@ class Context:
         return allocator_calls(self.trace)
 
     @cached_property
+    @_releasing
     def host_work(self) -> HostWorkResult:
         """Host work other than launching (ops that launch nothing, long calls) of at least
         ``WAITING_CALL_FACTOR`` median kernel launch calls (``DEFAULT_LAUNCH_CALL_US`` without
@@ -176,10 +200,12 @@ class Context:
         return fusion_chains(self.trace)
 
     @cached_property
+    @_releasing
     def occupancy(self) -> OccupancyResult:
         return occupancy_pass(self.trace)
 
     @cached_property
+    @_releasing
     def recorded_timeline(self) -> Timeline:
         """The replay's timeline of the trace as recorded (no profiler correction)."""
         return build_timeline(self.trace, self.syncs, self.allocator)
@@ -206,6 +232,7 @@ class Context:
                        gpu_scale=cal.gpu_scale)
 
     @cached_property
+    @_releasing
     def base_replayed(self) -> Replayed:
         """The replay of the unchanged step with its queues' host-wait (profiler taken out)."""
         return simulate(self.timeline)
@@ -215,6 +242,7 @@ class Context:
         return self.base_replayed.step_us
 
     @cached_property
+    @_releasing
     def as_recorded_us(self) -> float:
         """The replay without the profiler-overhead correction (to compare with the trace)."""
         return replay(self.recorded_timeline)
@@ -229,7 +257,9 @@ class Context:
         within [0, 100]."""
         if self.base_us <= 0:
             return 0.0
-        saved = 100.0 * (1.0 - replay(self.timeline, change) / self.base_us)
+        replayed = replay(self.timeline, change)
+        release_freed()  # the replay's columns (see ``_releasing``)
+        saved = 100.0 * (1.0 - replayed / self.base_us)
         return float(min(100.0, max(0.0, saved)))
 
     def gain_ms_per_step(self, gain_pct: float) -> float:

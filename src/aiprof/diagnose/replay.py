@@ -142,15 +142,28 @@ def covered_between(intervals: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -> 
     starts, ends = intervals
     if len(starts) == 0:
         return np.zeros(len(lo))
-    cumulative = np.concatenate([[0.0], np.cumsum(ends - starts)])
+    lengths = ends - starts
+    cumulative = np.concatenate([[0.0], np.cumsum(lengths)])
 
     def before(t: np.ndarray) -> np.ndarray:
+        # the same arithmetic as the expression it replaces, in place: a few arrays of the
+        # timeline's length alive at once, not ten (storage only)
         i = np.searchsorted(starts, t, side="right")
-        inside = np.where(i > 0, np.minimum(t - starts[np.maximum(i - 1, 0)],
-                                            (ends - starts)[np.maximum(i - 1, 0)]), 0.0)
-        return cumulative[np.maximum(i - 1, 0)] * (i > 0) + np.maximum(inside, 0.0)
+        some = i > 0
+        last = np.maximum(i - 1, 0, out=i)
+        inside = t - starts[last]
+        np.minimum(inside, lengths[last], out=inside)
+        inside[~some] = 0.0
+        np.maximum(inside, 0.0, out=inside)
+        out = cumulative[last]
+        out *= some
+        out += inside
+        return out
 
-    return np.asarray(np.maximum(before(hi) - before(lo), 0.0))
+    covered = before(hi)
+    covered -= before(lo)
+    np.maximum(covered, 0.0, out=covered)
+    return covered
 
 
 def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
@@ -158,12 +171,16 @@ def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
     lo = np.maximum.accumulate(np.concatenate([[timeline.start_us], timeline.cpu_end_us]))
     hi = np.append(timeline.cpu_start_us, timeline.cpu_stop_us)
     lo = np.minimum(lo, hi)
-    work = hi - lo - covered_between(change.removed_cpu, lo, hi)
+    work = hi - lo
+    work -= covered_between(change.removed_cpu, lo, hi)
     if timeline.profiler_overhead_us > 0 and len(timeline.recorded_starts_us):
         # an event inside removed CPU time took its profiler cost with it: count only the rest
         starts = kept_starts(timeline.recorded_starts_us, change.removed_cpu)
-        recorded = np.searchsorted(starts, hi) - np.searchsorted(starts, lo)
-        work = work - recorded * timeline.profiler_overhead_us
+        recorded = np.searchsorted(starts, hi)
+        recorded -= np.searchsorted(starts, lo)
+        del starts
+        work -= recorded * timeline.profiler_overhead_us
+        del recorded
     if change.launch_work_scale != 1.0:
         kept = covered_between(iv.subtract(change.protected_cpu, change.removed_cpu), lo, hi)
         work = kept + (work - kept) * change.launch_work_scale
@@ -264,7 +281,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     cpu, lat = start_us, timeline.latency_us
     unblocked = change.unblocked
     calls, owns = call_times(timeline, change)
-    ptr, idx = array("q", timeline.wait_ptr.tolist()), array("q", timeline.wait_idx.tolist())
+    waits, idx = _sync_waits(timeline), _int_array(timeline.wait_idx)
     events = _rows([timeline.kind, streams, durations, timeline.sync_id, timeline.after,
                     timeline.delay_us, queued_gaps(timeline, change), work, calls, owns])
     for k, (kind, stream, dur, sync_id, after, delay, gap, work_k, call_k, own_k) in enumerate(
@@ -274,8 +291,9 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         blocks = sync_id not in unblocked
         if kind == SYNC:
             if blocks:
-                if ptr[k + 1] > ptr[k]:
-                    drained = max([end_at[j] for j in idx[ptr[k]:ptr[k + 1]]])
+                first, last = waits[k]
+                if last > first:
+                    drained = max([end_at[j] for j in idx[first:last]])
                     waited = drained - cpu
                     sync_wait += 0.0 if 0.0 > waited else waited
                     cpu = drained if drained > cpu else cpu
@@ -321,9 +339,26 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait, tuple(busy))
 
 
-ROWS_PER_CHUNK = 1 << 16
+def _sync_waits(timeline: Timeline) -> dict[int, tuple[int, int]]:
+    """``wait_ptr[k], wait_ptr[k + 1]`` of each sync event ``k``: the only events that read
+    them, so the replay keeps these pairs, not a pointer per event (storage only)."""
+    syncs = np.flatnonzero(timeline.kind == SYNC)
+    first, last = timeline.wait_ptr[syncs].tolist(), timeline.wait_ptr[syncs + 1].tolist()
+    return dict(zip(syncs.tolist(), zip(first, last, strict=True), strict=True))
+
+
+def _int_array(values: np.ndarray) -> array[int]:
+    """``values`` as an ``array`` of C ints (``"i"``, 4 bytes; ``"q"`` where one does not fit)
+    from their bytes: the same ints, without the Python int per value that ``tolist`` makes
+    first (36 bytes each, at once, for every event)."""
+    if values.dtype.itemsize <= 4 and values.dtype.kind == "i":
+        return array("i", np.ascontiguousarray(values, dtype=np.intc).tobytes())
+    return array("q", np.ascontiguousarray(values, dtype=np.int64).tobytes())
+
+
+ROWS_PER_CHUNK = 1 << 12
 """Events turned into Python values at a time by ``_rows``: a float in a list costs 32 bytes,
-so the replay's ten columns of a 3-million-event timeline cost 1 GB at once, 20 MiB a chunk."""
+so the replay's ten columns of a 3-million-event timeline cost 1 GB at once, 1.3 MiB a chunk."""
 
 
 def _rows(columns: list[np.ndarray]) -> Iterator[tuple[Any, ...]]:
@@ -346,9 +381,9 @@ def queued_gaps(timeline: Timeline, change: Change) -> np.ndarray:
 
 def new_durations(timeline: Timeline, change: Change) -> np.ndarray:
     """Each event's GPU duration with ``change.gpu_dur_us`` applied (by ``gpu_row``)."""
+    if not change.gpu_dur_us:  # read only: the timeline's own column, not a copy of it
+        return timeline.gpu_dur_us
     durations = timeline.gpu_dur_us.copy()
-    if not change.gpu_dur_us:
-        return durations
     keys = np.fromiter(change.gpu_dur_us.keys(), np.int64, len(change.gpu_dur_us))
     values = np.fromiter(change.gpu_dur_us.values(), np.float64, len(change.gpu_dur_us))
     order = np.argsort(keys)

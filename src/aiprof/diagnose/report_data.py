@@ -25,6 +25,7 @@ from aiprof.diagnose.finding import Diagnosis
 from aiprof.errors import AiprofError
 from aiprof.tensor.trace_roofline import TraceRoofline, trace_roofline
 from aiprof.trace import Trace, TraceSet
+from aiprof.trace.heap import release_freed
 from aiprof.trace.stream import TraceStream, shifted_table
 from aiprof.trace.tables import StepTable
 
@@ -74,11 +75,16 @@ def report_data(
 ) -> ReportData:
     """The per-rank views of ``traces`` beside their diagnosis: ``diagnosis`` when given (it is
     not computed again), else diagnosed here, once."""
+    parts = [_trace_part(trace) for trace in traces]  # before the replay timelines exist
+    release_freed()  # their passes' temporaries (diagnose/context.py, ``_releasing``)
     if diagnosis is None:
         diagnosis, contexts = diagnose_ranks(traces, options)
     else:
         contexts = [Context(trace, options or DiagnoseOptions()) for trace in traces]
-    return ReportData(title, diagnosis, [_rank_view(ctx.trace, ctx) for ctx in contexts])
+    views = [_rank_view(part, ctx) for part, ctx in zip(parts, contexts, strict=True)]
+    del contexts  # the replay timelines, before the report's views are computed
+    release_freed()
+    return ReportData(title, diagnosis, views)
 
 
 @dataclass(frozen=True)
@@ -108,25 +114,43 @@ def report_stream(
 
 def report_rank(trace: Trace, options: DiagnoseOptions, part: bool) -> RankReportPart:
     """A worker's share of ``report_stream``: one rank's diagnosis, view and timeline."""
+    trace_part = _trace_part(trace)
     found, ctx = diagnose_trace(trace, options)
     return RankReportPart(stream_rank(trace, options, part, (found, ctx)),
-                          _rank_view(trace, ctx), step_timeline(trace), trace.steps)
+                          _rank_view(trace_part, ctx), step_timeline(trace), trace.steps)
 
 
-def _rank_view(trace: Trace, ctx: Context) -> RankView:
+@dataclass(frozen=True)
+class _TracePart:
+    """The part of a ``RankView`` read from the trace alone: computed before the diagnosis, so
+    that its passes' peaks do not come on top of the replay's timeline (docs/scale.md)."""
+
+    summary: RankSummary
+    step_number: int
+    step_us: float
+    timeline: list[TimelineOp]
+    roofline: TraceRoofline | None
+
+
+def _trace_part(trace: Trace) -> _TracePart:
     steps = trace.steps
     number, start, end = 0, 0.0, 0.0
     if len(steps):
         i = int(np.argsort(steps.duration_us)[len(steps) // 2])  # the median step
         number, start, end = int(steps.number[i]), float(steps.start_us[i]), float(steps.end_us[i])
+    return _TracePart(summarize_trace(trace), number, end - start, _timeline(trace, start, end),
+                      _roofline(trace))
+
+
+def _rank_view(part: _TracePart, ctx: Context) -> RankView:
     return RankView(
-        summary=summarize_trace(trace),
+        summary=part.summary,
         idle=ctx.idle,
         occupancy=ctx.occupancy,
-        step_number=number,
-        step_us=end - start,
-        timeline=_timeline(trace, start, end),
-        roofline=_roofline(trace),
+        step_number=part.step_number,
+        step_us=part.step_us,
+        timeline=part.timeline,
+        roofline=part.roofline,
     )
 
 

@@ -25,7 +25,13 @@ LIMITER_NAMES = (*LIMITERS, UNKNOWN)
 
 @dataclass(frozen=True, kw_only=True)
 class KernelOccupancy:
-    """Per-kernel theoretical occupancy (arrays aligned with the input rows)."""
+    """Per-kernel theoretical occupancy (arrays aligned with the input rows).
+
+    A trace has a handful of launch configurations (block size, registers, shared memory) for
+    millions of kernels: each configuration's result is stored once (``config_*``) and each
+    kernel holds the index of its configuration (``config``, 4 bytes a kernel, where the three
+    per-kernel results took 13); ``active_blocks_per_sm``, ``occupancy`` and ``limiter_code``
+    give them per kernel when asked."""
 
     supported: bool
     """False when the device has no occupancy model (e.g. AMD): every row is unknown."""
@@ -33,15 +39,32 @@ class KernelOccupancy:
     """SM count used for the grid flag (None: unknown, flag is False everywhere)."""
     num_blocks: NDArray[np.integer[Any]]
     """Blocks per launch (grid x * y * z), in the input's integer type (int64 for x, y, z)."""
-    active_blocks_per_sm: NDArray[np.int32]
-    """Resident blocks per SM (-1: unknown)."""
-    occupancy: NDArray[np.float64]
-    """Theoretical occupancy, 0 to 1 (NaN: unknown)."""
-    limiter_code: NDArray[np.int8]
-    """Binding limit per kernel as an index into ``LIMITER_NAMES`` (one byte a kernel, where
-    the names themselves take 64)."""
+    config: NDArray[np.int32]
+    """Each kernel's launch configuration: an index into the ``config_*`` arrays."""
+    config_active_blocks_per_sm: NDArray[np.int32]
+    """Resident blocks per SM of each configuration (-1: unknown)."""
+    config_occupancy: NDArray[np.float64]
+    """Theoretical occupancy of each configuration, 0 to 1 (NaN: unknown)."""
+    config_limiter_code: NDArray[np.int8]
+    """Binding limit of each configuration, an index into ``LIMITER_NAMES``."""
     grid_below_sm_count: NDArray[np.bool_]
     """True where the launch has fewer blocks than the GPU has SMs (some SMs idle)."""
+
+    @property
+    def active_blocks_per_sm(self) -> NDArray[np.int32]:
+        """Resident blocks per SM per kernel (-1: unknown)."""
+        return np.asarray(self.config_active_blocks_per_sm[self.config])
+
+    @property
+    def occupancy(self) -> NDArray[np.float64]:
+        """Theoretical occupancy per kernel, 0 to 1 (NaN: unknown)."""
+        return np.asarray(self.config_occupancy[self.config])
+
+    @property
+    def limiter_code(self) -> NDArray[np.int8]:
+        """Binding limit per kernel as an index into ``LIMITER_NAMES`` (one byte a kernel, where
+        the names themselves take 64)."""
+        return np.asarray(self.config_limiter_code[self.config])
 
     @property
     def waves(self) -> NDArray[np.float64]:
@@ -108,23 +131,26 @@ def kernel_occupancy(
         raise InputError(f"grid has {blocks.shape[0]} rows but block has {n}")
     regs = _column(registers_per_thread, n, "registers_per_thread")
     smem = _column(shared_mem_bytes, n, "shared_mem_bytes")
-    active = np.full(n, -1, dtype=np.int32)
-    occ = np.full(n, np.nan)
-    code = np.full(n, LIMITER_NAMES.index(UNKNOWN), dtype=np.int8)
-    if gpu.occupancy_supported and n:
+    config = np.zeros(n, dtype=np.int32)
+    found = _configs(threads, regs, smem) if gpu.occupancy_supported and n else []
+    active = np.full(len(found) + 1, -1, dtype=np.int32)  # the last: rows of no configuration
+    occ = np.full(len(found) + 1, np.nan)
+    code = np.full(len(found) + 1, LIMITER_NAMES.index(UNKNOWN), dtype=np.int8)
+    config[:] = len(found)
+    for index, ((t, r, s), rows) in enumerate(found):
         assert gpu.arch is not None
-        for (t, r, s), rows in _configs(threads, regs, smem):
-            try:
-                result = occupancy(gpu.arch, t, r, s)
-            except InputError:
-                continue
-            active[rows], occ[rows], code[rows] = (result.active_blocks_per_sm,
-                                                   result.occupancy,
-                                                   LIMITER_NAMES.index(result.limiter))
+        config[rows] = index
+        try:
+            result = occupancy(gpu.arch, t, r, s)
+        except InputError:
+            continue
+        active[index], occ[index], code[index] = (result.active_blocks_per_sm, result.occupancy,
+                                                  LIMITER_NAMES.index(result.limiter))
     small = (blocks < gpu.num_sms) if gpu.num_sms else np.zeros(n, dtype=bool)
     return KernelOccupancy(supported=gpu.occupancy_supported, num_sms=gpu.num_sms,
-                           num_blocks=blocks, active_blocks_per_sm=active, occupancy=occ,
-                           limiter_code=code, grid_below_sm_count=small)
+                           num_blocks=blocks, config=config, config_active_blocks_per_sm=active,
+                           config_occupancy=occ, config_limiter_code=code,
+                           grid_below_sm_count=small)
 
 
 def _configs(*columns: NDArray[np.integer[Any]]
@@ -132,10 +158,15 @@ def _configs(*columns: NDArray[np.integer[Any]]
     """Each distinct row of ``columns`` (in sorted order) and the rows holding it: a lexsort,
     without the (n, 3) copies ``np.unique(axis=0)`` makes."""
     order = np.lexsort(columns[::-1])
-    ordered = [c[order] for c in columns]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = np.any([c[1:] != c[:-1] for c in ordered], axis=0)
+    new = np.zeros(len(order), dtype=bool)
+    new[:1] = True
+    for column in columns:  # one sorted copy at a time
+        ordered = column[order]
+        new[1:] |= ordered[1:] != ordered[:-1]
+        del ordered
     starts = np.flatnonzero(new)
-    bounds = np.append(starts, len(order))
-    return [(tuple(int(c[lo]) for c in ordered), order[lo:hi])
-            for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    del new
+    firsts = [column[order[starts]].tolist() for column in columns]
+    bounds = np.append(starts, len(order)).tolist()
+    return [(tuple(int(first[i]) for first in firsts), order[bounds[i]:bounds[i + 1]])
+            for i in range(len(starts))]

@@ -92,10 +92,12 @@ def _calls_by_signature(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, lis
                                              ops.input_types_id, ops.input_strides_id,
                                              ops.concrete_inputs_id)]
     order = np.lexsort(columns[::-1])  # by name first, then dims, ...; stable
-    ordered = [c[order] for c in columns]
     same = np.ones(len(rows), dtype=bool)  # the same signature as the row before it
-    for column in ordered:
-        same[1:] &= column[1:] == column[:-1]
+    for column in columns:  # one sorted copy at a time
+        ordered = column[order]
+        same[1:] &= ordered[1:] == ordered[:-1]
+        del ordered
+    del columns
     same[0] = False
     new = ~same
     first = order[new]  # each signature's first row (the sort is stable)

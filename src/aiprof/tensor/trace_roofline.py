@@ -7,9 +7,11 @@ lost to the roof. Ops with the same name, shapes and dtypes are aggregated into 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from aiprof.errors import UnsupportedDeviceError
 from aiprof.tensor.ceilings_model import Ceilings, ceilings_for_gpu
@@ -69,15 +71,14 @@ def trace_roofline(
                 "the trace names no GPU (no deviceProperties): pass --gpu NAME or --ceilings FILE"
             )
         ceilings = ceilings_for_gpu(device.name)
-    groups: dict[tuple[str, str, str], list[tuple[OpCost, float]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], _Group] = {}
     uncosted_us = comm_us = total_us = 0.0
     num_ops = num_missing = 0
     found = launching_calls(trace)
     # each distinct call costed once; None for collectives
     costed = [None if call.name.startswith(COMMUNICATION_PREFIXES) else _cost_and_key(call)
               for call in found.calls]
-    for index, device_us in zip(found.call_index.tolist(), found.device_us.tolist(),
-                                strict=True):
+    for index, device_us in _pairs(found.call_index, found.device_us):
         known = costed[index]
         if known is None:
             comm_us += device_us
@@ -88,8 +89,11 @@ def trace_roofline(
         if not cost.has_model:
             num_missing += 1
             uncosted_us += device_us
-        groups[key].append((cost, device_us))
-    rows = [_row(key, items, ceilings, allow_tf32) for key, items in groups.items()]
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(cost)
+        group.add(cost, device_us)
+    rows = [_row(key, group, ceilings, allow_tf32) for key, group in groups.items()]
     rows.sort(key=lambda r: (-(r.point.time_lost_us or 0.0), r.op, r.shapes))
     return TraceRoofline(
         device=ceilings.name,
@@ -111,26 +115,56 @@ def _cost_and_key(call: OpCall) -> tuple[OpCost, tuple[str, str, str]]:
     return cost, (cost.op, str([t.shape for t in tensors]), ",".join(t.dtype for t in tensors))
 
 
+CHUNK = 1 << 16
+"""Ops turned into Python numbers at a time (``_pairs``): a trace's millions at once would
+cost 64 bytes each."""
+
+
+def _pairs(index: np.ndarray, device_us: np.ndarray) -> Iterator[tuple[int, float]]:
+    """``zip(index.tolist(), device_us.tolist())``, ``CHUNK`` values at a time."""
+    for lo in range(0, len(index), CHUNK):
+        yield from zip(index[lo:lo + CHUNK].tolist(), device_us[lo:lo + CHUNK].tolist(),
+                       strict=True)
+
+
+class _Group:
+    """The running totals of one row's calls, added in the ops' order (the sums a list of
+    every call gave, without keeping a tuple per op)."""
+
+    def __init__(self, first: OpCost) -> None:
+        self.first = first
+        self.num_calls = 0
+        self.flops = self.bytes_read = self.bytes_written = 0
+        self.measured_us = 0.0
+
+    def add(self, cost: OpCost, device_us: float) -> None:
+        self.num_calls += 1
+        self.flops += cost.flops
+        self.bytes_read += cost.bytes_read
+        self.bytes_written += cost.bytes_written
+        self.measured_us += device_us
+
+
 def _row(
     key: tuple[str, str, str],
-    items: list[tuple[OpCost, float]],
+    group: _Group,
     ceilings: Ceilings,
     allow_tf32: bool,
 ) -> RooflineRow:
-    first = items[0][0]
+    first = group.first
     total = OpCost(
         op=first.op,
         family=first.family,
-        flops=sum(c.flops for c, _ in items),
-        bytes_read=sum(c.bytes_read for c, _ in items),
-        bytes_written=sum(c.bytes_written for c, _ in items),
+        flops=group.flops,
+        bytes_read=group.bytes_read,
+        bytes_written=group.bytes_written,
         precision=first.precision,
         has_model=first.has_model,
         note=first.note,
     )
-    measured = sum(us for _, us in items)
-    point = place(total, ceilings, measured, allow_tf32=allow_tf32)
+    point = place(total, ceilings, group.measured_us, allow_tf32=allow_tf32)
     per_call = place(first, ceilings, allow_tf32=allow_tf32)  # latency is judged per call
     point = replace(point, bound=per_call.bound)
     op, shapes, dtypes = key
-    return RooflineRow(op=op, shapes=shapes, dtypes=dtypes, num_calls=len(items), point=point)
+    return RooflineRow(op=op, shapes=shapes, dtypes=dtypes, num_calls=group.num_calls,
+                       point=point)

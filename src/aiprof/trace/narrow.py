@@ -7,6 +7,8 @@ synthetic trace the tables held 102 bytes per event, 0.66 of the JSON's 155 (doc
 
 - ``narrow``: an int64 column whose values all fit in int32 becomes int32 (checked: a value
   out of range keeps the column int64, chosen per column, chunk and trace).
+- ``smallest``: a derived integer column of few values (depths, thread keys) in one or two
+  bytes a row.
 - ``compact_chunk``: each batch's columns as they are built, narrowed and with one-value
   columns as views, so the chunks of a large trace never hold it at full width.
 - ``compact``: a column holding one value becomes a read-only view of that value
@@ -41,6 +43,20 @@ def narrow(values: np.ndarray) -> np.ndarray:
     if int(values.min()) < _I4_MIN or int(values.max()) > _I4_MAX:
         return values
     return values.astype(I4)
+
+
+def smallest(values: np.ndarray) -> np.ndarray:
+    """An integer column in the smallest signed type that holds its every value (int8, int16,
+    int32 or as it is): for derived columns of a handful of values (nesting depths, thread
+    keys), where int32 would still be 4 bytes a row."""
+    if not len(values) or values.dtype.kind != "i":
+        return values
+    low, high = int(values.min()), int(values.max())
+    for kind in (np.int8, np.int16, np.int32):
+        info = np.iinfo(kind)
+        if info.min <= low and high <= info.max:
+            return values if values.dtype == kind else values.astype(kind)
+    return values
 
 
 def is_constant(values: np.ndarray) -> bool:
