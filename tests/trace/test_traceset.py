@@ -69,3 +69,18 @@ def test_shared_clock_alignment_without_base_time(tmp_path: Path) -> None:
     _write(tmp_path / "rank1.json", _trace(1, 1_040.0, None))
     traces = load_traces(tmp_path, workers=1)
     assert [t.cpu_ops.ts_us[0] for t in traces] == pytest.approx([0.0, 40.0])
+
+
+def test_without_flows_empties_only_the_flow_table_and_the_diagnosis_is_the_same() -> None:
+    """The flows link launches to kernels while the trace is built; no analysis reads them
+    after, so ``report`` and ``diagnose`` let them go (docs/scale.md)."""
+    from aiprof import diagnose
+    from aiprof.trace.model import Trace
+
+    traces = load_traces("example:h200_resnet50")
+    lean = traces.without_flows()
+    (before,), (after,) = traces.traces, lean.traces
+    assert isinstance(after, Trace) and len(before.flows) > 0 and len(after.flows) == 0
+    for (name, table), (_, same) in zip(before.tables(), after.tables(), strict=True):
+        assert name == "flows" or same is table
+    assert diagnose(lean).document() == diagnose(traces).document()

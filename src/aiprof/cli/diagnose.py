@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from aiprof.record.targets import resolve
     from aiprof.report.diagnose_terminal import render_diagnosis
     from aiprof.report.terminal import console
+    from aiprof.trace.model import TraceSet
 
     if args.target is None and not args.try_fixes:
         raise InputError("give a trace or run record, or --try -- python train.py")
@@ -94,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
         return run_with_try(args, options)
     traces = load_ranks(args, args.target)
+    if isinstance(traces, TraceSet):
+        traces = traces.without_flows()  # the flows are not read again
     with busy(args, "diagnosing"):
         result = diagnose(traces, options)
     if args.json:

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     target = resolve(args.target)
     options = DiagnoseOptions(ceilings=read_ceilings(args, target), **profiler_options(args))
     title = f"aiprof report: {target.path.name}"
-    traces = load_traces(args, args.target)
+    traces = load_traces(args, args.target).without_flows()  # the flows are not read again
     with busy(args, "diagnosing and writing the report"):
         data = report_data(traces, title, options)
     run_dir = target.run_dir

@@ -114,6 +114,13 @@ class Trace:
         return (f"Trace(path={self.path!r}, rank={self.rank}, {device}, "
                 f"events={self.num_events:,}, {sizes})")
 
+    def without_flows(self) -> Trace:
+        """The same trace with an empty flow table: the flows link launches to kernels while
+        the trace is built (``trace.links``); no analysis reads them after that, and on a
+        launch-heavy trace they hold a third of the tables (``aiprof report`` and
+        ``diagnose`` of one large trace let them go; ``to_pandas("flows")`` keeps them)."""
+        return replace(self, flows=FlowTable.empty())
+
     def shifted(self, delta_us: float) -> Trace:
         """The same trace with every timestamp moved by ``delta_us`` (origin moved back)."""
         if delta_us == 0:
@@ -151,6 +158,10 @@ class TraceSet:
     @property
     def ranks(self) -> list[int]:
         return [t.rank for t in self.traces]
+
+    def without_flows(self) -> TraceSet:
+        """Every trace's ``Trace.without_flows``."""
+        return replace(self, traces=tuple(t.without_flows() for t in self.traces))
 
     def rank(self, rank: int) -> Trace:
         for trace in self.traces:
