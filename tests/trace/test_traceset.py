@@ -74,7 +74,7 @@ def test_shared_clock_alignment_without_base_time(tmp_path: Path) -> None:
 def test_without_flows_empties_only_the_flow_table_and_the_diagnosis_is_the_same() -> None:
     """The flows link launches to kernels while the trace is built; no analysis reads them
     after, so ``report`` and ``diagnose`` let them go (docs/scale.md)."""
-    from aiprof import diagnose
+    from aiprof.diagnose import diagnose
     from aiprof.trace.model import Trace
 
     traces = load_traces("example:h200_resnet50")
