@@ -84,3 +84,16 @@ def test_without_flows_empties_only_the_flow_table_and_the_diagnosis_is_the_same
     for (name, table), (_, same) in zip(before.tables(), after.tables(), strict=True):
         assert name == "flows" or same is table
     assert diagnose(lean).document() == diagnose(traces).document()
+
+
+def test_aiprof_diagnose_is_callable_once_its_package_is_imported() -> None:
+    """Importing any module of the aiprof.diagnose package binds ``aiprof.diagnose`` to the
+    package; calling it still diagnoses (it was 'module' object is not callable)."""
+    import sys
+
+    import aiprof.diagnose.engine  # noqa: F401
+    from aiprof.diagnose import diagnose
+
+    package = sys.modules["aiprof.diagnose"]
+    trace = load_traces("example:h200_resnet50")
+    assert package(trace).document() == diagnose(trace).document()

@@ -7,7 +7,9 @@ imported when first used (PEP 562, as in ``aiprof``), so reading a constant such
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 from aiprof.lazy import lazy_names
 
@@ -34,3 +36,17 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["DiagnoseOptions", "Diagnosis", "Finding", "Rule", "diagnose"]
+
+
+class _CallablePackage(types.ModuleType):
+    """``aiprof.diagnose`` is the library's function and this package at once: once the
+    package is imported, Python binds ``aiprof.diagnose`` to it (a submodule's import sets the
+    parent's attribute), so ``aiprof.diagnose(trace)`` calls the function either way."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from aiprof.diagnose.engine import diagnose as run
+
+        return run(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
