@@ -31,9 +31,14 @@ def doc():
     return json.loads(DATA.read_text())
 
 
+def _by_model(document):
+    """Each (model, dtype) run's comparison."""
+    return {(r["model"], r["dtype"]): r["comparison"] for r in document["runs"]}
+
+
 @pytest.fixture(scope="module")
 def runs(doc):
-    return {(r["model"], r["dtype"]): r["comparison"] for r in doc["runs"]}
+    return _by_model(doc)
 
 
 def _point(result, label):
@@ -269,7 +274,7 @@ def latest_doc():
 
 @pytest.fixture(scope="module")
 def latest(latest_doc):
-    return {(r["model"], r["dtype"]): r["comparison"] for r in latest_doc["runs"]}
+    return _by_model(latest_doc)
 
 
 def test_the_latest_run_is_an_h200_run_with_every_part(latest_doc, latest):
