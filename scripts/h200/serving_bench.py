@@ -14,7 +14,7 @@ $OUT/serving/ (and a log);
 every model and precision catches its own errors, and no new one starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
-    OUT=/tmp/x PYTHONPATH=src python3 scripts/h200/serving_bench.py --smoke   # tiny, any device
+    OUT=smoke-out PYTHONPATH=src python3 scripts/h200/serving_bench.py --smoke   # tiny, any device
 """
 
 from __future__ import annotations
