@@ -21,7 +21,7 @@ def import_torch(feature: str) -> Any:
         import torch
         import torch.profiler  # noqa: F401
     except ImportError:
-        raise MissingDependencyError(f"{feature} needs PyTorch: {INSTALL_TORCH}") from None
+        raise _torch_missing(feature) from None
     return torch
 
 
@@ -30,4 +30,8 @@ def require_torch(feature: str) -> None:
     process that only starts others that will (``aiprof run --nproc`` starts torchrun, whose
     ranks import it; the 2 s of importing it here would be spent for nothing)."""
     if importlib.util.find_spec("torch") is None:
-        raise MissingDependencyError(f"{feature} needs PyTorch: {INSTALL_TORCH}")
+        raise _torch_missing(feature)
+
+
+def _torch_missing(feature: str) -> MissingDependencyError:
+    return MissingDependencyError(f"{feature} needs PyTorch: {INSTALL_TORCH}")

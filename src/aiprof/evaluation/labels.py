@@ -95,11 +95,11 @@ def _documents(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     return docs
 
 
-def _rows_by_workload(folder: Path) -> dict[str, list[dict[str, Any]]]:
+def _rows_by_workload(docs: list[tuple[Path, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
     """Every file's rows of each workload, in file order; a skipped or failed row only where
     no file measured that workload."""
     rows: dict[str, list[dict[str, Any]]] = {}
-    for path, doc in _documents(folder):
+    for path, doc in docs:
         if "workloads" in doc:
             found = doc["workloads"]
         elif "cases" in doc:
@@ -142,19 +142,20 @@ def merged(folder: Path) -> dict[str, Any]:
     """One labels document from the suite's per-part files (``labels-part1.json``, ...): each
     part's header under ``parts``, every workload once (a measured row replaces a skipped one;
     a workload measured in several files is ``pooled_row``)."""
+    docs = _documents(folder)
     parts = {}
-    for path, doc in _documents(folder):
+    for path, doc in docs:
         if "workloads" not in doc:
             raise InputError(f"{path}: no 'workloads'; not a counterfactual suite's labels")
         parts[path.name] = {k: v for k, v in doc.items() if k != "workloads"}
     return {"parts": parts,
-            "workloads": [pooled_row(same) for same in _rows_by_workload(folder).values()]}
+            "workloads": [pooled_row(same) for same in _rows_by_workload(docs).values()]}
 
 
 def load_suite(folder: Path) -> list[LabelledWorkload]:
     """Every labelled workload of a suite folder whose trace is present, once: where several
     files measured it (a re-run, ``labels-<tag>.json``), its traces are the first file's and
     its fixes pooled (``pooled_row``)."""
-    rows = {name: pooled_row(same) for name, same in _rows_by_workload(folder).items()}
-    workloads = _from_suite({"workloads": list(rows.values())}, folder)
+    rows = [pooled_row(same) for same in _rows_by_workload(_documents(folder)).values()]
+    workloads = _from_suite({"workloads": rows}, folder)
     return [w for w in workloads if w.trace.exists()]
