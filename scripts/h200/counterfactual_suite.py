@@ -5,6 +5,8 @@ measured on each, and traces of each planted base.
     OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --part 2
     OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --smoke   # CPU, tiny
     OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --tag extra W1 W2
+    OUT=dir PYTHONPATH=src python3 scripts/h200/counterfactual_suite.py --tag compile \
+        --only compile --compile-host-waiting --no-traces W1 W2   # one fix, no traces
 
 Each part stays under 9 minutes on one H200: it stops starting new workloads after
 ``--budget-s`` seconds (default 390) and stops compiling after ``--compile-budget-s`` seconds
@@ -33,6 +35,7 @@ import tarfile
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,17 @@ COMPILE_MIN_LEFT_S = 120.0
 """No compile starts with less than this left of the part's budget."""
 
 
+@dataclass(frozen=True)
+class Choice:
+    """Which fixes this run measures, and whether it records the bases' traces."""
+
+    only: frozenset[str]
+    """Fixes to measure; empty: every applicable one."""
+    host_waiting: bool
+    """Measure compile also on steps that wait on host-side work."""
+    traces: bool
+
+
 class Budget:
     """Wall-clock budgets of one part: starting workloads, and compiling."""
 
@@ -81,8 +95,11 @@ class Budget:
         return self.left_s() < 0
 
 
-def skip_reason(fix: Fix, w: Workload, device: str, smoke: bool, budget: Budget) -> str:
+def skip_reason(fix: Fix, w: Workload, device: str, smoke: bool, budget: Budget,
+                only: frozenset[str] = frozenset(), host_waiting: bool = False) -> str:
     """Why an applicable fix is not measured in this run (empty: it is measured)."""
+    if only and fix.name not in only:
+        return f"not measured: this run measured only {', '.join(sorted(only))}"
     if fix.name == "cuda_graph":
         if w.not_capturable:
             return f"not capturable: {w.not_capturable}"
@@ -91,7 +108,7 @@ def skip_reason(fix: Fix, w: Workload, device: str, smoke: bool, budget: Budget)
     if fix.name == "compile":
         if smoke:
             return "smoke run: compile not measured"
-        if not w.compile_ok:
+        if not w.compile_ok and not host_waiting:
             return ("not measured: the step waits on host-side work, where compile changes "
                     "nothing; its budget went to other workloads")
         if budget.compiled_s > budget.compile_s or budget.left_s() < COMPILE_MIN_LEFT_S:
@@ -109,7 +126,7 @@ def summarise(name: str, rounds_ms: list[float], base_rounds_ms: list[float]) ->
             "spread_pct": [round(min(per_round), 2), round(max(per_round), 2)]}
 
 
-def build_fixes(w: Workload, device: str, smoke: bool, budget: Budget
+def build_fixes(w: Workload, device: str, smoke: bool, budget: Budget, choice: Choice
                 ) -> tuple[dict[str, tuple[Step, int]], dict[str, dict[str, Any]]]:
     """Every fix's variant (warmed up) and the rows of those not measured."""
     variants: dict[str, tuple[Step, int]] = {}
@@ -121,7 +138,8 @@ def build_fixes(w: Workload, device: str, smoke: bool, budget: Budget
             row.update(applicable=False, reason=reason, gain_pct=0.0)
             continue
         row["applicable"] = True
-        if reason := skip_reason(fix, w, device, smoke, budget):
+        if reason := skip_reason(fix, w, device, smoke, budget, choice.only,
+                                 choice.host_waiting):
             row.update(skipped=reason, gain_pct=None)
             continue
         knobs = turned(w.base, fix)
@@ -140,24 +158,27 @@ def build_fixes(w: Workload, device: str, smoke: bool, budget: Budget
 
 
 def run_workload(w: Workload, device: str, smoke: bool, budget: Budget, traces: Path,
-                 rounds: int, measure: int) -> dict[str, Any]:
+                 rounds: int, measure: int, choice: Choice) -> dict[str, Any]:
     torch.manual_seed(0)
     base = protocol.build_variant(w.build, w.base, device, smoke)
     protocol.warm(base, 3, device)
-    fixes, rows = build_fixes(w, device, smoke, budget)
+    fixes, rows = build_fixes(w, device, smoke, budget, choice)
     variants = {"base": (base, w.warmup(w.base)), **fixes}
     times = protocol.interleaved(variants, rounds, measure, device, mean=w.alternates)
     for name in fixes:
         rows[name].update(summarise(name, times[name], times["base"]))
-    protocol.torch_trace(base, w.warmup(w.base), traces / f"{w.name}.torch.trace.json.gz",
-                         device)
-    try:  # a failed capture keeps the measured fixes
-        capture_ms = protocol.aiprof_record(base, w.warmup(w.base), traces / f"{w.name}.aiprof",
-                                            w.name, device)
-        capture_error = ""
-    except Exception as error:
-        traceback.print_exc()
-        capture_ms, capture_error = [], f"{error!r}"[:400]
+    capture_ms: list[float] = []
+    capture_error = "not recorded: --no-traces"
+    if choice.traces:
+        protocol.torch_trace(base, w.warmup(w.base),
+                             traces / f"{w.name}.torch.trace.json.gz", device)
+        try:  # a failed capture keeps the measured fixes
+            capture_ms = protocol.aiprof_record(base, w.warmup(w.base),
+                                                traces / f"{w.name}.aiprof", w.name, device)
+            capture_error = ""
+        except Exception as error:
+            traceback.print_exc()
+            capture_error = f"{error!r}"[:400]
     return {
         "workload": w.name, "kind": w.kind, "mode": w.mode, "description": w.description,
         "causes": list(w.causes),
@@ -168,7 +189,8 @@ def run_workload(w: Workload, device: str, smoke: bool, budget: Budget, traces: 
         "base_rounds_ms": [round(t, 4) for t in times["base"]],
         "capture_unprofiled_step_ms": [round(t, 4) for t in capture_ms],
         "capture_error": capture_error,
-        "traces": {"torch": f"{w.name}.torch.trace.json.gz", "aiprof": f"{w.name}.aiprof"},
+        "traces": ({"torch": f"{w.name}.torch.trace.json.gz", "aiprof": f"{w.name}.aiprof"}
+                   if choice.traces else {}),
         "fixes": list(rows.values()),
     }
 
@@ -244,8 +266,18 @@ def main(argv: list[str]) -> int:
                         help=f"interleaved rounds per workload (default {protocol.ROUNDS})")
     parser.add_argument("--tag", help="output names' suffix (default: part1, part2, all or "
                         "smoke; give one when re-running named workloads, not to overwrite)")
+    parser.add_argument("--only", default="",
+                        help="comma-separated fixes to measure (default: every applicable one)")
+    parser.add_argument("--compile-host-waiting", action="store_true",
+                        help="measure compile also where the step waits on host-side work")
+    parser.add_argument("--no-traces", action="store_true",
+                        help="measure the fixes only; record no trace of the base")
     parser.add_argument("cases", nargs="*", help="workloads to run (default: the part's)")
     args = parser.parse_args(argv)
+    only = frozenset(n for n in args.only.split(",") if n)
+    if unknown := sorted(only - {f.name for f in FIXES}):
+        raise SystemExit(f"unknown fixes {unknown}; known: {sorted(f.name for f in FIXES)}")
+    choice = Choice(only, args.compile_host_waiting, not args.no_traces)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.smoke:  # on a shared CPU, intra-op threads oversubscribe it (20x slower steps)
         torch.set_num_threads(1)
@@ -264,6 +296,7 @@ def main(argv: list[str]) -> int:
         **versions(), "part": args.part, "smoke": args.smoke,
         "recorded_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "method": protocol.__doc__.strip().replace("\n", " "),
+        "only": sorted(only), "compile_host_waiting": choice.host_waiting,
         "fix_categories": {f.name: f.category for f in FIXES},
         "workloads": [],
     }
@@ -282,7 +315,8 @@ def main(argv: list[str]) -> int:
             started = time.monotonic()
             signal.alarm(CASE_TIMEOUT_S * (10 if args.smoke else 1))
             try:
-                row = run_workload(w, device, args.smoke, budget, traces, rounds, measure)
+                row = run_workload(w, device, args.smoke, budget, traces, rounds, measure,
+                                   choice)
             except Exception as error:  # report, never crash the part
                 traceback.print_exc()
                 row = {"workload": w.name, "error": repr(error)[:500]}
@@ -291,7 +325,8 @@ def main(argv: list[str]) -> int:
             row["wall_s"] = round(time.monotonic() - started, 1)
             labels["workloads"].append(row)
             (out / f"labels-{tag}.json").write_text(json.dumps(labels, indent=1))
-            pack(traces, out, tag)
+            if choice.traces:
+                pack(traces, out, tag)
             gains = {f["name"]: f.get("gain_pct") for f in row.get("fixes", [])
                      if f.get("applicable") and "skipped" not in f}
             print(f"counterfactual: {w.name} {row['wall_s']} s base {row.get('base_ms')} ms "

@@ -113,7 +113,8 @@ def _rows_by_workload(docs: list[tuple[Path, dict[str, Any]]]) -> dict[str, list
 
 
 def pooled_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One workload's row over several sessions of the suite: the first row, its fixes pooled.
+    """One workload's row over several sessions of the suite: the first row that recorded
+    traces, its fixes pooled.
     A fix measured in more than one session gets the median of every round's paired gain
     (each fix block against the base block of its round), so that a session whose host ran
     slower shifts neither side; a fix measured once keeps its own gain."""
@@ -127,15 +128,16 @@ def pooled_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for measured in by_name.values():
         sessions = [f for f in measured if f.get("gain_pct") is not None
                     and f.get("round_gain_pct")]
-        if len(sessions) < 2:
-            fixes.append(measured[-1])
+        if len(sessions) < 2:  # the one measurement, else the last file's reason why none
+            fixes.append(sessions[0] if sessions else measured[-1])
             continue
         rounds = [float(g) for f in sessions for g in f["round_gain_pct"]]
         fixes.append({**sessions[-1], "gain_pct": round(float(statistics.median(rounds)), 2),
                       "round_gain_pct": rounds,
                       "reason": f"median of {len(rounds)} paired rounds over "
                                 f"{len(sessions)} sessions"})
-    return {**rows[0], "fixes": fixes}
+    recorded = [row for row in rows if row.get("traces")] or rows
+    return {**recorded[0], "fixes": fixes}
 
 
 def merged(folder: Path) -> dict[str, Any]:
