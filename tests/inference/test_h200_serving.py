@@ -4,9 +4,10 @@ NVIDIA H200 (committed as tests/data/inference/h200_serving.json; skipped until 
 For ResNet-50 and BERT-base, FP32 and BF16: the real batcher serves >= 80% of the curve's capacity
 at a P99 no worse than 2x a full batch's latency plus the delay; the simulator's P50 and P99 are
 within 10% of the real ones at 40% and 80% of capacity; a 10x overload answers or rejects every
-request once. Every number is recomputed here from the recorded raw values. Three runs are
+request once. Every number is recomputed here from the recorded raw values. Four runs are
 committed: the first (17:09 UTC) and second (17:36) before request groups and the bench's choice
-of preferred sizes, the latest (20:07, ``h200_serving_2006.json``) with them.
+of preferred sizes, the third (20:07, ``h200_serving_2006.json``) with them, the fourth (21:48,
+``h200_serving_2148.json``) with two echo baselines beside the overhead's paths.
 """
 
 from __future__ import annotations
@@ -352,3 +353,93 @@ def test_the_latest_serving_path_costs_less_per_request_than_the_one_before(late
     "the model thread"))
 def test_the_latest_serving_overhead_is_under_50_us_per_request(latest_doc):
     assert latest_doc["serving_overhead"]["server_cpu_us_per_request"] < 50
+
+
+# A fourth H200 run (21:48 UTC, serving path at c4c9221,
+# tests/data/inference/h200_serving_2148.json): the same bench with two baselines beside the
+# overhead's two request paths, an echo server answering from the loop and one answering from
+# a thread. The acceptance as it stands there.
+FOURTH = DATA.with_name("h200_serving_2148.json")
+
+
+@pytest.fixture(scope="module")
+def fourth_doc():
+    return json.loads(FOURTH.read_text())
+
+
+@pytest.fixture(scope="module")
+def fourth(fourth_doc):
+    return _by_model(fourth_doc)
+
+
+def test_the_fourth_run_is_an_h200_run_with_every_part(fourth_doc, fourth):
+    assert "H200" in fourth_doc["machine"]["device"] and not fourth_doc["smoke"]
+    assert all(s["ok"] for s in fourth_doc["status"].values()), fourth_doc["status"]
+    assert sorted(fourth) == sorted(RUNS) and fourth_doc["total_s"] < 480
+
+
+_FOURTH_MISSES = {
+    ("resnet50", "bfloat16"): "P99 14.8 ms at 80% load against a bound of 12.1 ms",
+}
+
+
+@pytest.mark.parametrize("key", [
+    pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=(
+        f"H200 2026-12-01 21:48 UTC: {_FOURTH_MISSES[k]}"))) if k in _FOURTH_MISSES else k
+    for k in RUNS], ids=lambda k: " ".join(k))
+def test_the_fourth_run_serves_80_pct_of_capacity_within_the_p99_bound(fourth, key):
+    test_serves_80_pct_of_capacity_within_the_p99_bound(fourth, key)
+
+
+_FOURTH_SIMULATOR_MISSES = {
+    ("resnet50", "float32", "40% of capacity"): "P50/P99 -11.0/-10.6%",
+    ("resnet50", "bfloat16", "40% of capacity"): "P99 -15.2%",
+    ("resnet50", "bfloat16", "80% of capacity"): "P50/P99 -16.7/-27.9%",
+    ("bert-base", "float32", "80% of capacity"): "P99 -13.0%",
+}
+
+
+def _fourth_case(key, label):
+    miss = _FOURTH_SIMULATOR_MISSES.get((*key, label))
+    marks = [pytest.mark.xfail(strict=True, reason=(
+        f"H200 2026-12-01 21:48 UTC: simulated {miss} of the real batcher's"))] if miss else []
+    return pytest.param(key, label, id=f"{label}-{' '.join(key)}", marks=marks)
+
+
+@pytest.mark.parametrize(("key", "label"), [_fourth_case(key, label) for label in (
+    "40% of capacity", "80% of capacity") for key in RUNS])
+def test_the_fourth_simulator_within_10_pct_of_the_real_batcher(fourth, key, label):
+    test_simulator_within_10_pct_of_the_real_batcher(fourth, key, label)
+
+
+@pytest.mark.parametrize("key", RUNS, ids=lambda k: " ".join(k))
+def test_the_fourth_overload_answers_every_request_once(fourth, key):
+    test_overload_answers_every_request_once(fourth, key)
+    test_closed_loop_and_tuner_were_run(fourth, key)
+
+
+def test_the_model_threads_trip_is_what_the_group_path_costs_over_an_echo(fourth_doc):
+    """The serving overhead's four paths on the same arrivals with a model that costs nothing:
+    an echo answering from the loop, one answering from a thread, the group path and the
+    per-request path. In every seed each costs more than the one before; the group path's
+    cost over an echo from a thread (the trip to a model thread and back, the grouping) is
+    more than that echo's cost over answering from the loop: the trip, not the socket, is what
+    keeps the group path over 50 us."""
+    paths = fourth_doc["serving_overhead"]["paths"]
+    order = ["echo", "echo via a thread", "group", "per request"]
+    assert sorted(paths) == sorted(order)
+    for seed in range(3):
+        cpu = [next(r for r in paths[p] if r["seed"] == seed)["server_cpu_us_per_request"]
+               for p in order]
+        assert cpu == sorted(cpu), (seed, cpu)
+        assert cpu[2] - cpu[1] > cpu[1] - cpu[0] > 0, (seed, cpu)
+        assert cpu[1] < 50 < cpu[2], (seed, cpu)
+    for rows in paths.values():
+        assert all(r["num_lost"] == r["num_duplicated"] == 0 for r in rows)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "H200 2026-12-01 21:48 UTC: 77.0, 72.9 and 74.3 us per request (median 74.3) at a mean "
+    "batch of 1.41-1.47, against 27.0 us for an echo answering from the loop"))
+def test_the_fourth_serving_overhead_is_under_50_us_per_request(fourth_doc):
+    assert fourth_doc["serving_overhead"]["server_cpu_us_per_request"] < 50
