@@ -19,9 +19,14 @@ kernels (``conv_depthwise2d_*``, ``conv_depthwise3d_*``: ``aten::_conv_depthwise
 ``channels_last`` one always with cuDNN (``ConvParams::use_cudnn_depthwise`` in
 ``aten/src/ATen/native/Convolution.cpp``: "always use cudnn_depthwise for channels_last
 format"; in NCHW it picks cuDNN only for FP16 shapes it measured faster). So the fix moves these
-convolutions to kernels whose time an NCHW trace does not show, and that PyTorch's own dispatch
-found no faster: ``aten_depthwise_rows`` names them, and ``layout_conversion`` does not claim a
-gain they could take back.
+convolutions to kernels whose time an NCHW trace does not show: ``aten_depthwise_rows`` names
+them, and ``layout_conversion`` does not claim a gain where they take as long as it saves.
+Measured on one H200 (``tests/data/diagnose/h200_depthwise_layouts.json``, 2026-12-01), cuDNN's
+NHWC depthwise kernels and the NHWC BatchNorms are faster than PyTorch's NCHW ones at
+EfficientNet-B0's shapes, yet ``channels_last`` measured slower on both depthwise nets of the
+counterfactual suite (EfficientNet-B0 inside its noise, DeepLabV3-MobileNetV3 beyond it): what
+else changes in NHWC in such a net is not in the NCHW trace either (docs/diagnose.md), so the
+withholding stands on that measurement, not on the depthwise kernels' speed.
 """
 
 from __future__ import annotations
