@@ -71,3 +71,24 @@ def test_smoke_run_writes_labels_and_traces_the_score_reads(tmp_path: Path) -> N
     assert (only.trace / "rank0.trace.json.gz").is_file()
     row = json.loads((out / "labels-smoke.json").read_text())["workloads"][0]
     assert row["causes"] == ["cuda_graph"] and len(row["base_rounds_ms"]) == 2
+
+
+@pytest.mark.slow
+def test_fix_twins_smoke_traces_both_variants_and_refuses_unknown_pairs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import fix_twins  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    monkeypatch.setenv("OUT", str(tmp_path))
+    assert fix_twins.main(["--smoke", "mlp_deep_b32_infer:no_such_fix"]) == 2
+    assert fix_twins.main(["--smoke", "mlp_deep_b32_infer:tf32"]) == 0
+    out = tmp_path / "fix_twins"
+    (row,) = json.loads((out / "fix_twins.json").read_text())["pairs"]
+    assert row["workload"] == "mlp_deep_b32_infer" and row["fix"] == "tf32"
+    assert set(row["rounds_ms"]) == {"base", "tf32"} and len(row["rounds_ms"]["base"]) == 3
+    assert all(len(v) == 3 for v in row["host_ms_per_step"].values())
+    assert all(s is not None and s > 0 for s in row["host_step_span_ms"])
+    assert sorted(p.name for p in out.glob("*.trace.json.gz")) == [
+        "mlp_deep_b32_infer.base.trace.json.gz", "mlp_deep_b32_infer.tf32.trace.json.gz"]

@@ -17,7 +17,7 @@ from tests.support.kineto_synth import TraceBuilder, gpu_bound, launch_bound
 
 from aiprof.diagnose import DiagnoseOptions, diagnose
 from aiprof.diagnose.context import Context
-from aiprof.diagnose.precision import op_base_name
+from aiprof.diagnose.precision import op_base_name, tf32_rows
 from aiprof.diagnose.profiler_cost import MIN_SAMPLES, estimated_overhead_us, first_child_gaps_us
 from aiprof.diagnose.replay import simulate
 from aiprof.trace import load_trace
@@ -198,6 +198,48 @@ def test_bf16_autocast_halves_the_float32_memory_bound_kernels(tmp_path: Path) -
     assert plain.evidence["bf16_autocast_gain_pct"] == pytest.approx(gemm_only, abs=2.0)
 
 
+FMHA = "fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)"
+DEPTHWISE_FP32 = "void at::native::conv_depthwise2d_forward_kernel<3, float, int>"
+CONV_SIMT = "void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false>"
+CONV_TF32 = "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16"
+
+
+def _tf32_mix(path: Path, cudnn_tf32: bool) -> Path:
+    """Per step, each 500 µs on float32 inputs: a cuBLAS SGEMM, a fused-attention kernel,
+    PyTorch's depthwise convolution, a cuDNN FP32 convolution and (``cudnn_tf32``) a cuDNN
+    convolution that ran TF32 (the cuDNN flag on)."""
+    fp32 = {"Input type": ["float", "float"]}
+    ops = [(SGEMM, "aten::mm", fp32, 500.0),
+           (FMHA, "aten::_efficient_attention_forward", fp32, 500.0),
+           (DEPTHWISE_FP32, "aten::_conv_depthwise2d", fp32, 500.0),
+           (CONV_SIMT, "aten::cudnn_convolution", fp32, 500.0)]
+    if cudnn_tf32:
+        ops.append((CONV_TF32, "aten::cudnn_convolution", fp32, 500.0))
+    b = TraceBuilder()
+    b.synced_steps(ops)
+    return b.write(path)
+
+
+@pytest.mark.parametrize("cudnn_tf32", [False, True])
+def test_tf32_reaches_only_the_kernels_its_flags_govern(tmp_path: Path, cudnn_tf32: bool) -> None:
+    """Class 3: the TF32 flags move cuBLAS matmuls and cuDNN convolutions, not fused attention
+    (its kernel follows the dtype) nor PyTorch's depthwise kernels; and not cuDNN's FP32 kernels
+    where cuDNN already ran one on tensor cores (its flag was on: the FP32 one is its choice)."""
+    ctx = Context(load_trace(_tf32_mix(tmp_path / "t.json.gz", cudnn_tf32)), DiagnoseOptions())
+    names = {ctx.trace.name(int(ctx.trace.gpu_ops.name_id[r]))
+             for r in tf32_rows(ctx.trace, ctx.tensor_cores)}
+    assert names == ({SGEMM} if cudnn_tf32 else {SGEMM, CONV_SIMT})
+    assert {FMHA, DEPTHWISE_FP32} <= {ctx.trace.name(int(ctx.trace.gpu_ops.name_id[r]))
+                                 for r in ctx.tensor_cores.fp32_rows}
+    found = {f.category: f for f in diagnose(
+        tmp_path / "t.json.gz", DiagnoseOptions(profiler_overhead_us=0.0)).findings}
+    evidence = found["tensor_cores_unused"].evidence
+    moved_ms = 0.5 * len(names)
+    assert evidence["tf32_gemm_ms_per_step"] == pytest.approx(moved_ms, abs=0.01)
+    # bf16 autocast reaches all of them; the depthwise kernel at half its bytes
+    assert evidence["bf16_autocast_gain_pct"] > evidence["tf32_gain_pct"]
+
+
 def test_backward_ops_count_with_their_forward() -> None:
     assert op_base_name("aten::_softmax_backward_data") == "softmax"
     assert op_base_name("aten::native_layer_norm_backward") == "native_layer_norm"
@@ -333,3 +375,36 @@ def test_channels_last_not_estimated_where_depthwise_convs_outweigh_it(tmp_path:
     assert "layout_conversion" not in {f.category for f in result.findings}
     note = next(n for n in result.notes if n.startswith("layout_conversion not estimated"))
     assert "0.90 ms per step of depthwise convolutions" in note
+
+
+def test_low_occupancy_leaves_nchw_batch_norm_to_the_layout(tmp_path: Path) -> None:
+    """An NCHW BatchNorm launches one block per channel (128 < 132 SMs) whatever the batch, so
+    a larger batch or split-K cannot fill the GPU: its fix is channels_last, which
+    layout_conversion estimates. A small-grid GEMM (16 blocks) stays low_occupancy's; the same
+    BatchNorm on a channels_last tensor would too."""
+    from aiprof.diagnose.rules.low_occupancy import small_grids
+
+    nchw = {"Input Dims": [[64, 128, 56, 56], [128], [128]],
+            "Input type": ["c10::BFloat16", "float", "float"],
+            "Input Strides": [[401408, 3136, 56, 1], [1], [1]]}
+    nhwc = {**nchw, "Input Strides": [[401408, 1, 7168, 128], [1], [1]]}
+    b = TraceBuilder()
+    t = gpu = 0.0
+    for s in range(3):
+        start = t
+        for kernel, op, args, grid in ((BN_NCHW, "aten::cudnn_batch_norm", nchw, 128),
+                                       (GEMM, "aten::mm", {}, 16),
+                                       (BN_NCHW, "aten::cudnn_batch_norm", nhwc, 128)):
+            ext = b.cpu_op(op, t, 6.0, **args)
+            gpu = max(gpu, t + 9.0)
+            b.kernel(kernel, t + 1.0, gpu, 300.0, grid=(grid, 1, 1), external=ext)
+            gpu += 301.0
+            t += 8.0
+        b.runtime("cudaDeviceSynchronize", t, gpu - t + 2.0)
+        b.step(s, start, gpu - start + 5.0)
+        t = gpu + 6.0
+    ctx = Context(load_trace(b.write(tmp_path / "t.json.gz")), DiagnoseOptions())
+    rows, blocks = small_grids(ctx)
+    names = sorted((ctx.trace.name(int(ctx.trace.gpu_ops.name_id[r])), int(n))
+                   for r, n in zip(rows, blocks, strict=True))
+    assert names == sorted([(GEMM, 16)] * 3 + [(BN_NCHW, 128)] * 3)

@@ -19,9 +19,14 @@ kernels (``conv_depthwise2d_*``, ``conv_depthwise3d_*``: ``aten::_conv_depthwise
 ``channels_last`` one always with cuDNN (``ConvParams::use_cudnn_depthwise`` in
 ``aten/src/ATen/native/Convolution.cpp``: "always use cudnn_depthwise for channels_last
 format"; in NCHW it picks cuDNN only for FP16 shapes it measured faster). So the fix moves these
-convolutions to kernels whose time an NCHW trace does not show, and that PyTorch's own dispatch
-found no faster: ``aten_depthwise_rows`` names them, and ``layout_conversion`` does not claim a
-gain they could take back.
+convolutions to kernels whose time an NCHW trace does not show: ``aten_depthwise_rows`` names
+them, and ``layout_conversion`` does not claim a gain where they take as long as it saves.
+Measured on one H200 (``tests/data/diagnose/h200_depthwise_layouts.json``, 2026-12-01), cuDNN's
+NHWC depthwise kernels and the NHWC BatchNorms are faster than PyTorch's NCHW ones at
+EfficientNet-B0's shapes, yet ``channels_last`` measured slower on both depthwise nets of the
+counterfactual suite (EfficientNet-B0 inside its noise, DeepLabV3-MobileNetV3 beyond it): what
+else changes in NHWC in such a net is not in the NCHW trace either (docs/diagnose.md), so the
+withholding stands on that measurement, not on the depthwise kernels' speed.
 """
 
 from __future__ import annotations
@@ -61,12 +66,30 @@ def _window_kernel_rows(trace: Trace) -> np.ndarray:
     return rows
 
 
+def batch_norm_rows(trace: Trace) -> np.ndarray:
+    """Kernels of BatchNorm ops inside the steps (any layout)."""
+    rows = _window_kernel_rows(trace)
+    is_bn = trace.strings.mask(trace.cpu_ops.name_id, BATCH_NORM)
+    picked: np.ndarray = rows[is_bn[trace.gpu_ops.op_row[rows]]]
+    return picked
+
+
+def nchw_batch_norm_rows(trace: Trace) -> np.ndarray:
+    """Kernels of BatchNorm ops on 4-D NCHW tensors: in NCHW PyTorch launches their
+    statistics and backward kernels one block per channel, so a larger batch adds no blocks;
+    ``channels_last`` is what spreads them (``layout_conversion``)."""
+    rows = batch_norm_rows(trace)
+    ops = trace.gpu_ops
+    nchw = {op: _nchw_dims(trace, op) is not None for op in np.unique(ops.op_row[rows]).tolist()}
+    picked: np.ndarray = rows[np.array([nchw[int(o)] for o in ops.op_row[rows]], dtype=bool)] \
+        if len(rows) else rows
+    return picked
+
+
 def nchw_batch_norm_durations(trace: Trace, bandwidth: float) -> dict[int, float]:
     """BatchNorm kernels of 4-D NCHW tensors at their NHWC roofline (where that is shorter)."""
     ops = trace.gpu_ops
-    rows = _window_kernel_rows(trace)
-    is_bn = trace.strings.mask(trace.cpu_ops.name_id, BATCH_NORM)
-    rows = rows[is_bn[ops.op_row[rows]]]
+    rows = batch_norm_rows(trace)
     new: dict[int, float] = {}
     cache: dict[int, float | None] = {}
     for row in rows.tolist():
@@ -97,16 +120,25 @@ def _passes(trace: Trace, op: int, name: str) -> float:
     return EVAL_PASSES if training == "False" else TRAINING_PASSES
 
 
-def _roof_us(trace: Trace, op: int, bandwidth: float) -> float | None:
-    """The op's BatchNorm roofline (µs) for its first input, if it is a 4-D NCHW tensor."""
+def _nchw_dims(trace: Trace, op: int) -> list[int] | None:
+    """The BatchNorm op's first input's dims, if it is a 4-D NCHW tensor."""
     cpu = trace.cpu_ops
-    name = trace.name(int(cpu.name_id[op]))
-    if "batch_norm" not in name:
+    if "batch_norm" not in trace.name(int(cpu.name_id[op])):
         return None
     dims = _first(trace, cpu.input_dims_id, op)
     strides = _first(trace, cpu.input_strides_id, op)
     if len(dims) != 4 or len(strides) != 4 or strides[1] == 1 or dims[1] <= 1:
         return None  # not 4-D, or already channels_last (the channels are contiguous)
+    return dims
+
+
+def _roof_us(trace: Trace, op: int, bandwidth: float) -> float | None:
+    """The op's BatchNorm roofline (µs) for its first input, if it is a 4-D NCHW tensor."""
+    cpu = trace.cpu_ops
+    name = trace.name(int(cpu.name_id[op]))
+    dims = _nchw_dims(trace, op)
+    if dims is None:
+        return None
     types = trace.json_value(int(cpu.input_types_id[op])) if cpu.input_types_id[op] >= 0 else []
     elem = 2 if any(t in ("c10::BFloat16", "c10::Half") for t in (types or [])[:1]) else 4
     return _passes(trace, op, name) * prod(dims) * elem / bandwidth * 1e6

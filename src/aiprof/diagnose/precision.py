@@ -5,7 +5,18 @@ The model (aiprof's), per kernel actually in the trace:
 - **TF32** (``allow_tf32``): the FP32 CUDA-core GEMM/conv kernels run on tensor cores at the
   same share of the TF32 peak as they reached of the FP32 peak: duration x peak FP32 / peak
   TF32 (dense peaks: measured ceilings, else the datasheet). Nothing else changes: TF32 is a
-  math mode of matmuls and convolutions only.
+  math mode of cuBLAS matmuls and cuDNN convolutions only (``tf32_rows``), the two flags
+  ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32`` (PyTorch's
+  "TensorFloat-32 (TF32) on Ampere (and later) devices"). So three kinds of FP32 kernel stay
+  as they are: fused attention (``aten::_efficient_attention_*``, ``_flash_attention_*``,
+  ``_cudnn_attention_*``: its kernel is picked by the dtype, neither flag reaches it);
+  PyTorch's own depthwise convolutions (``conv_depthwise2d_*``, CUDA-core code that no flag
+  reaches); and the FP32 kernels of a library whose flag was already on, which the trace shows
+  by an FP32 op of the same library (convolutions: cuDNN; matmuls: cuBLAS) that ran on tensor
+  cores: with TF32 allowed, the library chose the FP32 kernel itself (a 3-channel first
+  convolution, a small dgrad), and turning the flag on again changes nothing. PyTorch's
+  defaults allow TF32 in cuDNN and not in cuBLAS, so on a conv net TF32 usually moves only the
+  matmuls.
 - **BF16 autocast**: those GEMM/conv kernels at the BF16 peak instead (duration x peak FP32 /
   peak BF16), *and* the memory-bound kernels (elementwise, reductions, normalizations) of ops
   that ran on float32 tensors move half the bytes: their inputs and outputs are bf16, the
@@ -20,14 +31,16 @@ The model (aiprof's), per kernel actually in the trace:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.gpu_window import gpu_window
-from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
-from aiprof.analysis.tensor_cores import fp32_op
+from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV, TENSOR_CORE
+from aiprof.analysis.tensor_cores import TensorCoreResult, fp32_op
+from aiprof.diagnose.nhwc import ATEN_DEPTHWISE_KERNEL
 from aiprof.trace import Trace
 
 AUTOCAST_FP32 = frozenset({
@@ -43,6 +56,13 @@ AUTOCAST_FP32 = frozenset({
 })
 """Ops autocast runs in float32 on CUDA (PyTorch AMP documentation, "CUDA Ops that can autocast
 to float32"; the reductions they lower to included); their backward ops count with them."""
+FUSED_ATTENTION_OP = re.compile(r"attention", re.I)
+"""Ops of fused attention kernels (``aten::_efficient_attention_forward``,
+``aten::_flash_attention_backward``, ``aten::_cudnn_attention_forward``,
+``aten::_scaled_dot_product_*``): their kernel follows the dtype, not ``allow_tf32``."""
+CONV_OP = re.compile(r"conv", re.I)
+"""Ops whose kernels cuDNN (or PyTorch's own convolution code) runs, against cuBLAS's
+matmuls: which of the two TF32 flags reaches them."""
 HALF_BYTES = 0.5
 """bf16 (2 bytes) in place of float32 (4 bytes) for every input and output."""
 FP32_OUT_BYTES = 0.75
@@ -109,10 +129,54 @@ def precision_durations(
     trace: Trace, gemm_rows: np.ndarray, gemm_factor: float, memory: MemoryBoundFp32 | None,
 ) -> dict[int, float]:
     """New durations: the FP32 GEMM/conv kernels x ``gemm_factor``, and (for BF16) the
-    memory-bound float32 kernels x their byte factor."""
+    memory-bound float32 kernels x their byte factor. PyTorch's depthwise convolution kernels
+    among ``gemm_rows`` stay on CUDA cores in half precision: memory-bound, half the bytes."""
     dur = trace.gpu_ops.dur_us
-    new = {int(r): float(dur[r]) * gemm_factor for r in gemm_rows.tolist()}
+    depthwise = trace.strings.mask(trace.gpu_ops.name_id[gemm_rows], ATEN_DEPTHWISE_KERNEL)
+    factor = np.where(depthwise, HALF_BYTES, gemm_factor)
+    new = {int(r): float(dur[r]) * float(f)
+           for r, f in zip(gemm_rows.tolist(), factor.tolist(), strict=True)}
     if memory is not None:
         new.update({int(r): float(dur[r]) * float(f)
                     for r, f in zip(memory.rows.tolist(), memory.factor.tolist(), strict=True)})
     return new
+
+
+def tf32_rows(trace: Trace, tc: TensorCoreResult) -> np.ndarray:
+    """The FP32 GEMM/conv kernels that turning TF32 on would move to tensor cores (see the
+    module docstring): not fused attention, not PyTorch's depthwise kernels, not those of a
+    library (cuDNN, cuBLAS) that already ran an FP32 op on tensor cores in this trace."""
+    rows = tc.fp32_rows
+    if len(rows) == 0:
+        return rows
+    ops, cpu = trace.gpu_ops, trace.cpu_ops
+    op_names = trace.strings.mask(cpu.name_id, FUSED_ATTENTION_OP)
+    conv_ops = trace.strings.mask(cpu.name_id, CONV_OP)
+
+    def per_kernel(mask: np.ndarray, kernel_rows: np.ndarray) -> np.ndarray:
+        op = ops.op_row[kernel_rows]
+        if len(mask) == 0:  # no CPU ops recorded
+            return np.zeros(len(op), dtype=bool)
+        return np.where(op >= 0, mask[np.clip(op, 0, len(mask) - 1)], False)
+
+    attention = per_kernel(op_names, rows)
+    depthwise = trace.strings.mask(ops.name_id[rows], ATEN_DEPTHWISE_KERNEL)
+    conv = per_kernel(conv_ops, rows)
+    tf32_conv, tf32_matmul = _tf32_already(trace, tc, conv_ops)
+    already = np.where(conv, tf32_conv, tf32_matmul)
+    kept: np.ndarray = rows[~attention & ~depthwise & ~already]
+    return kept
+
+
+def _tf32_already(trace: Trace, tc: TensorCoreResult, conv_ops: np.ndarray) -> tuple[bool, bool]:
+    """Whether an FP32 conv op, and an FP32 matmul op, ran a tensor-core kernel (TF32 on)."""
+    ops = trace.gpu_ops
+    fp32 = np.isin(tc.gemm_rows, tc.fp32_rows)
+    rows = tc.gemm_rows[~fp32 & trace.strings.mask(ops.name_id[tc.gemm_rows], TENSOR_CORE)]
+    rows = rows[ops.op_row[rows] >= 0]
+    op_rows = np.unique(ops.op_row[rows])
+    typed = np.array([fp32_op(trace, int(r)) for r in op_rows], dtype=bool)
+    if not typed.any():
+        return False, False
+    conv = conv_ops[op_rows[typed]]
+    return bool(conv.any()), bool((~conv).any())

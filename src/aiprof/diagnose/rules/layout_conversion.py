@@ -33,9 +33,9 @@ def withheld(gain_ms: float, depthwise_ms: float) -> str:
         return ""
     return (f"layout_conversion not estimated: channels_last would save {gain_ms:.2f} ms per "
             f"step on conversions and BatchNorm, but would also move the {depthwise_ms:.2f} ms "
-            "per step of depthwise convolutions from PyTorch's kernels to cuDNN's, whose time "
-            "this NCHW trace does not show (in NCHW PyTorch keeps them on cuDNN only where it "
-            "measured cuDNN faster): measure the fix (aiprof try)")
+            "per step of depthwise convolutions from PyTorch's kernels to cuDNN's, whose time, "
+            "and that of the rest of a depthwise net in NHWC, this NCHW trace does not show: "
+            "measure the fix (aiprof try)")
 
 
 def find(ctx: Context) -> Finding | None:

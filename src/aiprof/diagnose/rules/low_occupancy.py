@@ -7,6 +7,7 @@ import numpy as np
 from aiprof.analysis.classify import communication_kernels
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.nhwc import nchw_batch_norm_rows
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
@@ -14,11 +15,14 @@ from aiprof.diagnose.rule import Rule, per_step_ms
 def small_grids(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """Rows (of ``gpu_ops``) and block counts of the small-grid kernels that do compute:
     NCCL/RCCL kernels are left out (few blocks by design; a larger batch or split-K does not
-    apply to them, ``analysis.classify``)."""
+    apply to them, ``analysis.classify``), and so are the NCHW BatchNorm kernels, one block
+    per channel whatever the batch (``nhwc.nchw_batch_norm_rows``): their fix is
+    ``channels_last``, which ``layout_conversion`` estimates."""
     occ = ctx.occupancy
     rows = np.asarray(occ.small_grid_rows, dtype=np.int64)
     comm = communication_kernels(ctx.trace)  # over trace.kernels, which come first in gpu_ops
     keep = ~comm[rows] if len(comm) else np.ones(len(rows), dtype=bool)
+    keep &= ~np.isin(rows, nchw_batch_norm_rows(ctx.trace))
     return rows[keep], np.asarray(occ.small_grid_blocks)[keep]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.precision import memory_bound_fp32, precision_durations
+from aiprof.diagnose.precision import memory_bound_fp32, precision_durations, tf32_rows
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
@@ -40,9 +40,11 @@ def paths(ctx: Context) -> dict[str, Change]:
     target, fp32_peak, fast_peak = _peaks(ctx)
     if len(tc.fp32_rows) == 0 or not fp32_peak or not fast_peak:
         return {}
-    # dense peaks: measured ceilings or the datasheet
+    # dense peaks: measured ceilings or the datasheet; TF32 reaches only the kernels its flags
+    # govern (precision.tf32_rows), FP16 autocast (no TF32: V100) every FP32 GEMM/conv
+    moved = tf32_rows(ctx.trace, tc) if target == "tf32" else tc.fp32_rows
     out = {target: Change(gpu_dur_us=precision_durations(
-        ctx.trace, tc.fp32_rows, fp32_peak / fast_peak, None))}
+        ctx.trace, moved, fp32_peak / fast_peak, None))} if len(moved) else {}
     bf16_peak = ctx.peak_flops("bf16") if target == "tf32" else None
     if bf16_peak:
         out["bf16"] = Change(gpu_dur_us=precision_durations(
@@ -73,8 +75,11 @@ def find(ctx: Context) -> Finding | None:
         "gemm_ms_per_step": per_step_ms(ctx, tc.gemm_us),
         "fp32_peak_tflops": round(fp32_peak / 1e12, 1),
         f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
-        f"{target}_gain_pct": round(gains[target], 1),
+        f"{target}_gain_pct": round(gains.get(target, 0.0), 1),
     }
+    if target == "tf32":
+        evidence["tf32_gemm_ms_per_step"] = per_step_ms(ctx, float(
+            ctx.trace.gpu_ops.dur_us[tf32_rows(ctx.trace, tc)].sum()))
     if "bf16" in found:
         memory = memory_bound_fp32(ctx.trace)
         dur = ctx.trace.gpu_ops.dur_us
@@ -93,6 +98,8 @@ def find(ctx: Context) -> Finding | None:
         fix=_FP16_FIX if target == "fp16" else (_BF16_FIRST if best == "bf16" else _TF32_FIX),
         model=(
             f"replay with these kernels' durations scaled by peak fp32 / peak {target}"
+            + (" (those TF32's flags reach: not fused attention, PyTorch's depthwise kernels "
+               "or a library whose flag was already on)" if target == "tf32" else "")
             + ("; and with them at peak fp32 / peak bf16 and the float32 memory-bound kernels "
                "at half their bytes (bf16 autocast; three quarters for ops autocast keeps in "
                "float32): the better of the two" if "bf16" in found else "")
