@@ -1,0 +1,67 @@
+"""What four fixes changed on the H200 (scripts/h200/fix_twins.py, 2026-12-01 22:37 UTC,
+tests/data/diagnose/fix_twins/): the base and the fixed step of each, timed interleaved and
+traced, where the suite's truths could not be explained from the base trace alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parents[1] / "data" / "diagnose" / "fix_twins"
+
+
+@pytest.fixture(scope="module")
+def pairs() -> dict[tuple[str, str], dict]:
+    doc = json.loads((DATA / "fix_twins.json").read_text())
+    assert doc["device"] == "NVIDIA H200"
+    return {(p["workload"], p["fix"]): p for p in doc["pairs"]}
+
+
+def test_every_pair_has_both_traces(pairs: dict) -> None:
+    for workload, fix in pairs:
+        for variant in ("base", fix):
+            assert (DATA / f"{workload}.{variant}.trace.json.gz").is_file()
+
+
+def test_channels_last_halves_the_depthwise_nets_gpu_time_on_host_bound_steps(
+        pairs: dict) -> None:
+    """On both depthwise nets NHWC cuts the GPU's time per step (EfficientNet-B0 32.8 -> 14.6
+    ms, its NCHW BatchNorm and depthwise-gradient kernels gone) but launches more kernels, and
+    the step is bound by the host, whose time per step is above the GPU's on both sides: the
+    GPU's saving cannot show, and the extra launches cost the host."""
+    for workload in ("efficientnet_b0_pageable_nchw_train", "deeplabv3_mnv3_mask_train"):
+        pair = pairs[(workload, "channels_last")]
+        gpu_base, gpu_fixed = pair["gpu_ms"]
+        kernels_base, kernels_fixed = pair["kernels_per_step"]
+        assert gpu_fixed < 0.85 * gpu_base and kernels_fixed > kernels_base
+        assert min(pair["host_ms_per_step"]["base"]) > gpu_base
+        assert min(pair["host_ms_per_step"]["channels_last"]) > gpu_base
+        gone = [k["name"] for k in pair["changed_kernels_us"] if k["fixed"] is None]
+        assert any("batch_norm_backward_kernel" in name for name in gone)
+    assert pairs[("efficientnet_b0_pageable_nchw_train", "channels_last")]["gpu_ms"][1] < (
+        0.5 * pairs[("efficientnet_b0_pageable_nchw_train", "channels_last")]["gpu_ms"][0])
+
+
+def test_tf32_makes_vit_small_host_bound(pairs: dict) -> None:
+    """ViT-S's FP32 GEMMs leave for tensor-core kernels (GPU 31.7 -> 13.1 ms per step) and
+    the step, 28.3 ms before, becomes the host's: its fixed rounds (22.1-26.0 ms) sit on the
+    host's own time per step (21.8-23.5 ms), so the gain is set by the host's speed."""
+    pair = pairs[("vit_small_fp32_train", "tf32")]
+    gpu_base, gpu_fixed = pair["gpu_ms"]
+    assert gpu_fixed < 0.5 * gpu_base
+    host = pair["host_ms_per_step"]["tf32"]
+    fixed = pair["rounds_ms"]["tf32"]
+    assert min(fixed) >= 0.95 * min(host) and gpu_fixed < 0.7 * min(fixed)
+    assert min(pair["rounds_ms"]["base"]) > 0.85 * gpu_base
+
+
+def test_tf32_drops_the_split_k_reduce_of_every_fp32_gemm_of_the_mlp(pairs: dict) -> None:
+    """On the 48-layer MLP at batch 32, each FP32 addmm ran a SIMT GEMM and cuBLASLt's
+    split-K reduce; with TF32 one tensor-core GEMM: 48 launches fewer per step (144 -> 96) in
+    a launch-bound step."""
+    pair = pairs[("mlp_deep_b32_infer", "tf32")]
+    assert pair["kernels_per_step"] == [144, 96]
+    reduce = [k for k in pair["changed_kernels_us"] if "splitKreduce" in k["name"]]
+    assert len(reduce) == 1 and reduce[0]["base"][0] == 48 and reduce[0]["fixed"] is None
