@@ -8,8 +8,14 @@ loop's thread, the model threads, the rest), counted from the load generator's c
 end, the loop's iterations per request and the client-side latency, for two request paths run
 in turn on the same arrivals:
 
-- *group* (the serving path): the requests of one read queued together
-  (``DynamicBatcher.submit_many``), a batch answered by one send from its model thread;
+- *group* (the serving path): the requests of one read handed to the batcher together
+  (``DynamicBatcher.submit_many``); those that form a batch at once in an empty queue go to
+  a free instance without being queued (``fresh_dispatch``), a read of one request is decoded
+  without numpy by the loop's own reader callback, and a batch is answered by one send from
+  its model thread;
+- *group, queued* (the serving path before that, the baseline of the change): every request
+  queued before its batch is taken, every read passed on by the transport and decoded with
+  numpy;
 - *per request* (the path before it, kept here as the baseline): one ``submit`` and one future
   per request, whose done-callback packs its answer, the answers of a loop iteration in one
   ``write``, and the loop woken for every batch that ends;
@@ -42,7 +48,7 @@ from aiprof.errors import AiprofError
 from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.failures import RequestRejectedError
-from aiprof.inference.frontend import AnswerWriter
+from aiprof.inference.frontend import AnswerWriter, RequestServer
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.serving import FrontEnd, OpenLoad, serve
 from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
@@ -107,6 +113,17 @@ class PerRequestServer(asyncio.Protocol):
             self._transport.write(b"".join(out))
 
 
+class QueuedGroupServer(RequestServer):
+    """The serving front end before fresh dispatch: every read decoded with numpy (served
+    with ``fresh_dispatch=False``, so every request is queued before its batch is taken),
+    the connection read by its transport."""
+
+    reads_itself = False
+
+    def data_received(self, data: bytes) -> None:
+        self._submit_read(self._reader.feed(data))
+
+
 _SERVED = struct.Struct("<I4xi")
 
 
@@ -162,18 +179,21 @@ def _zero_cost(batch: list[Any]) -> list[int]:
     return [rid for rid, _slot in batch]
 
 
-PATHS: dict[str, FrontEnd | None] = {"group": None, "per request": PerRequestServer}
-FLOORS: dict[str, FrontEnd] = {"echo": EchoServer, "echo via a thread": ThreadEchoServer}
+PATHS: dict[str, dict[str, Any]] = {
+    "group": {}, "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
+    "per request": {"front_end": PerRequestServer}}
+"""Request paths, by name: the keywords of ``serve()`` that select them."""
+FLOORS: dict[str, dict[str, Any]] = {"echo": {"front_end": EchoServer},
+                                     "echo via a thread": {"front_end": ThreadEchoServer}}
+_: FrontEnd = QueuedGroupServer  # each front end above is one (checked by mypy)
 
 
 def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
             path: str = "group") -> dict[str, float]:
     """One run through the socket: the server's CPU per request and what the client saw."""
     arrivals = poisson_arrivals(rate_rps, num_requests, seed=seed)
-    front_end = {**PATHS, **FLOORS}[path]
     load = OpenLoad(arrivals_us=tuple(arrivals.tolist()))
-    run = (serve(_zero_cost, policy, load, num_slots=1) if front_end is None
-           else serve(_zero_cost, policy, load, num_slots=1, front_end=front_end))
+    run = serve(_zero_cost, policy, load, num_slots=1, **{**PATHS, **FLOORS}[path])
     assert run.probes is not None
     parts = run.probes.cpu_us_per_request
     return {"server_cpu_us_per_request": run.server_cpu_us_per_request,
@@ -220,12 +240,14 @@ def main() -> None:
     median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
               for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
-    ratios = [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
-              for new, old in zip(runs["group"], runs["per request"], strict=True)]
+    ratios = _ratios(runs, "per request")
+    queued = _ratios(runs, "group, queued")
     summary = {"runs": runs["group"], "per_request_runs": runs["per request"],
+               "queued_group_runs": runs["group, queued"],
                "median_server_cpu_us_per_request": median["group"],
                "median_per_request_path_cpu_us_per_request": median["per request"],
-               "per_request_over_group": ratios,
+               "median_queued_group_cpu_us_per_request": median["group, queued"],
+               "per_request_over_group": ratios, "queued_group_over_group": queued,
                "median_batcher_alone_cpu_us_per_request": alone,
                "floors": {path: runs[path] for path in FLOORS},
                "median_floor_cpu_us_per_request": {path: float(np.median(
@@ -235,10 +257,18 @@ def main() -> None:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
     floors = summary["median_floor_cpu_us_per_request"]
-    print(f"median serving process CPU {median['group']:.1f} us/request (per-request path "
+    print(f"median serving process CPU {median['group']:.1f} us/request (queued group path "
+          f"{median['group, queued']:.1f}, queued / group run by run: "
+          f"{', '.join(f'{r:.2f}x' for r in queued)}; per-request path "
           f"{median['per request']:.1f}; per request / group, run by run: "
           f"{', '.join(f'{r:.2f}x' for r in ratios)}); floors: echo {floors['echo']:.1f}, "
           f"echo via a thread {floors['echo via a thread']:.1f}; batcher alone {alone:.1f}")
+
+
+def _ratios(runs: dict[str, list[dict[str, float]]], baseline: str) -> list[float]:
+    """The baseline's CPU per request over the serving path's, run by run (same arrivals)."""
+    return [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
+            for new, old in zip(runs["group"], runs[baseline], strict=True)]
 
 
 if __name__ == "__main__":

@@ -106,14 +106,20 @@ class Instances:
 
     def dispatch(self, requests: list[Request], now_us: float) -> None:
         """Run a batch on the instance free the longest."""
+        self.dispatch_group(requests, [request.payload for request in requests],
+                            thread_safe_group(requests), now_us)
+
+    def dispatch_group(self, requests: list[Request], payloads: list[Any],
+                       sink: Replies | None, now_us: float) -> None:
+        """As :meth:`dispatch`, for a caller that has the batch's payloads (a list of its
+        own, given to the model) and knows its :func:`thread_safe_group`."""
         assert self._loop is not None
         batch = _Batch(requests, self.free_since.pop(0), now_us)
         self.in_flight.add(batch)
         if self._compute_timeout_us < INF and (self._is_async or self._in_thread):
             self._watch(now_us + self._compute_timeout_us)
-        payloads = [request.payload for request in requests]
         if self._in_thread:
-            batch.sink = thread_safe_group(requests)
+            batch.sink = sink
             batch.worker = self._idle_threads.pop() if self._idle_threads else ModelThread(
                 self._model)
             batch.worker.run(payloads, functools.partial(self._reply_from_thread, batch))
@@ -210,7 +216,8 @@ class Instances:
         batch.finished = True
         done = self._close(batch, self._clock.now_us() if done_us is None else done_us)
         try:
-            outcome = check_results(result, len(batch.requests)) if error is None else error
+            outcome = (error if error is not None else result if answered  # (checked there)
+                       else check_results(result, len(batch.requests)))
             if isinstance(outcome, BaseException):
                 self._fail(batch, outcome)
             else:
