@@ -302,7 +302,14 @@ class DynamicBatcher:
             return 0
         sizes, level, seq = self._fresh_sizes, self.policy.default_priority, self._seq
         sink = replies if getattr(replies, "thread_safe", False) else None
-        count, taken, largest = len(payloads), 0, len(sizes) - 1
+        count = len(payloads)
+        if count == 1 and sizes[1]:  # a lone request: its own batch
+            payload = payloads[0]
+            instances.dispatch_group(
+                [Request(next(seq), level, now_us, payload=payload, handle=replies)],
+                [payload], sink, now_us)
+            return 1
+        taken, largest = 0, len(sizes) - 1
         while taken < count and instances.free_since:
             size = sizes[min(count - taken, largest)]
             if not size:
