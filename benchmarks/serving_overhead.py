@@ -26,6 +26,13 @@ hands each read to a thread that sends the answers (the trip to a model thread, 
 and, as a last baseline, the batcher alone in one process with the in-process load generator
 (``benchmarks/batcher_overhead.py``'s method).
 
+The CPU per request of a run falls as its batches grow, and on a busy machine a path that
+answers sooner forms smaller batches: two paths compared at 5,000 req/s need not see the same
+batches. So the batcher's own part is also measured with every batch of one request, in one
+process, for the group path with and without ``fresh_dispatch`` in turn: lone requests
+(``submit_many`` of one, 300 us apart, each its own batch), the CPU of the loop's thread minus
+that of the same loop sleeping as long without them, and the model threads' CPU.
+
     python benchmarks/serving_overhead.py [--rate 5000] [--requests 20000] [--delay-ms 0] [--json]
 """
 
@@ -40,6 +47,7 @@ import queue
 import socket
 import struct
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -49,7 +57,9 @@ from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.failures import RequestRejectedError
 from aiprof.inference.frontend import AnswerWriter, RequestServer
+from aiprof.inference.loadgen import run_precise
 from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.probes import thread_cpu_ns
 from aiprof.inference.serving import FrontEnd, OpenLoad, serve
 from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
 from aiprof.inference.worker import MODEL_THREAD_PREFIX
@@ -206,6 +216,48 @@ def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
             "lost": run.num_lost, "duplicated": run.num_duplicated}
 
 
+class _Discard:
+    """Replies that drop the answers (any thread)."""
+
+    thread_safe = True
+
+    def results(self, payloads: list[Any], values: list[Any]) -> None:
+        pass
+
+    def errors(self, payloads: list[Any], error: BaseException) -> None:
+        pass
+
+
+LONE_GAP_S = 300e-6
+"""Between two lone requests: longer than a batch of the zero-cost model takes, so each is
+its own batch (as a batch of about 1.5 at 5,000 req/s on the idle H200 host)."""
+
+
+def lone_requests(count: int, *, fresh: bool) -> dict[str, float]:
+    """The batcher's CPU per lone request (loop thread and model threads), in one process."""
+
+    async def run(submit: bool) -> tuple[float, float, float]:
+        batcher = DynamicBatcher(_zero_cost, BatchPolicy(max_batch_size=32), num_instances=2,
+                                 fresh_dispatch=fresh)
+        batcher.start()
+        sink, begin = _Discard(), time.thread_time_ns()
+        for ident in range(count):
+            if submit:
+                batcher.submit_many([(ident, 0)], sink)
+            await asyncio.sleep(LONE_GAP_S)
+        loop_ns = time.thread_time_ns() - begin
+        model_ns = sum(thread_cpu_ns(t) for t in threading.enumerate()
+                       if t.name.startswith(MODEL_THREAD_PREFIX))
+        batch = batcher.metrics().mean_batch_size
+        await batcher.close()
+        return loop_ns / count / 1e3, model_ns / count / 1e3, batch
+
+    idle_us, _, _ = run_precise(run(False))
+    loop_us, model_us, batch = run_precise(run(True))
+    return {"loop_cpu_us_per_request": loop_us - idle_us, "model_threads_cpu_us_per_request":
+            model_us, "mean_batch_size": batch}
+
+
 def _line(path: str, rate: float, r: dict[str, float]) -> str:
     return (f"{path:>11}: {rate:.0f} req/s offered, {r['throughput_rps']:.0f} served: serving "
             f"process CPU {r['server_cpu_us_per_request']:.1f} us/request (loop "
@@ -224,6 +276,8 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--delay-ms", type=float, default=0.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lone", type=int, default=3000,
+                        help="lone requests per in-process run (0: none)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     from batcher_overhead import measure as batcher_alone  # the same folder
@@ -237,6 +291,16 @@ def main() -> None:
             if not args.json:
                 print(_line(path, args.rate, runs[path][-1]), flush=True)
         baseline.append(batcher_alone(args.rate, args.requests, args.max_batch, seed))
+    lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    for _ in range(args.repeats if args.lone else 0):
+        for kind in lone:
+            lone[kind].append(lone_requests(args.lone, fresh=kind == "fresh"))
+            if not args.json:
+                r = lone[kind][-1]
+                print(f"lone requests, {kind:>6}: the batcher's loop thread "
+                      f"{r['loop_cpu_us_per_request']:.1f} us/request, model threads "
+                      f"{r['model_threads_cpu_us_per_request']:.1f}, mean batch "
+                      f"{r['mean_batch_size']:.2f}", flush=True)
     median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
               for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
@@ -252,11 +316,18 @@ def main() -> None:
                "floors": {path: runs[path] for path in FLOORS},
                "median_floor_cpu_us_per_request": {path: float(np.median(
                    [r["server_cpu_us_per_request"] for r in runs[path]])) for path in FLOORS},
-               "ratio": median["group"] / alone}
+               "ratio": median["group"] / alone, "lone_requests": lone}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
     floors = summary["median_floor_cpu_us_per_request"]
+    if lone["fresh"]:
+        parts = {kind: {part: float(np.median([r[f"{part}_cpu_us_per_request"] for r in rs]))
+                        for part in ("loop", "model_threads")} for kind, rs in lone.items()}
+        print(f"lone requests (median): the batcher's loop thread {parts['fresh']['loop']:.1f} "
+              f"us/request with fresh dispatch, {parts['queued']['loop']:.1f} without "
+              f"({parts['queued']['loop'] / parts['fresh']['loop']:.2f}x); model threads "
+              f"{parts['fresh']['model_threads']:.1f} and {parts['queued']['model_threads']:.1f}")
     print(f"median serving process CPU {median['group']:.1f} us/request (queued group path "
           f"{median['group, queued']:.1f}, queued / group run by run: "
           f"{', '.join(f'{r:.2f}x' for r in queued)}; per-request path "
