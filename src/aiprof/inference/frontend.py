@@ -1,8 +1,10 @@
 """The serving process's socket front end: request records in, answer records out, a batch at a
 time.
 
-An asyncio protocol on the batcher's event loop reads the requests. Those of one read are
-decoded and checked in a few numpy calls and queued as one group (``DynamicBatcher.submit_many``);
+An asyncio protocol on the batcher's event loop reads the requests (from a reader callback of
+its own, the transport paused). A read of one request is unpacked by one ``struct`` call, a
+larger one decoded and checked in a few numpy calls; a read's requests are handed over as one
+group (``DynamicBatcher.submit_many``);
 the front end is their :class:`~aiprof.inference.replies.Replies`, so a batch's answers come in
 one call and leave in one ``send``, packed by a prebuilt ``struct`` per kind of answer: no
 future, done-callback or loop handle per request. The answers are thread-safe
