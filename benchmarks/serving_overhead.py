@@ -8,8 +8,14 @@ loop's thread, the model threads, the rest), counted from the load generator's c
 end, the loop's iterations per request and the client-side latency, for two request paths run
 in turn on the same arrivals:
 
-- *group* (the serving path): the requests of one read queued together
-  (``DynamicBatcher.submit_many``), a batch answered by one send from its model thread;
+- *group* (the serving path): the requests of one read handed to the batcher together
+  (``DynamicBatcher.submit_many``); those that form a batch at once in an empty queue go to
+  a free instance without being queued (``fresh_dispatch``), a read of one request is decoded
+  without numpy by the loop's own reader callback, and a batch is answered by one send from
+  its model thread;
+- *group, queued* (the serving path before that, the baseline of the change): every request
+  queued before its batch is taken, every read passed on by the transport and decoded with
+  numpy;
 - *per request* (the path before it, kept here as the baseline): one ``submit`` and one future
   per request, whose done-callback packs its answer, the answers of a loop iteration in one
   ``write``, and the loop woken for every batch that ends;
@@ -19,6 +25,13 @@ on the loop at once (no batcher: a wake-up, a read and a send per read), *echo v
 hands each read to a thread that sends the answers (the trip to a model thread, no batcher);
 and, as a last baseline, the batcher alone in one process with the in-process load generator
 (``benchmarks/batcher_overhead.py``'s method).
+
+The CPU per request of a run falls as its batches grow, and on a busy machine a path that
+answers sooner forms smaller batches: two paths compared at 5,000 req/s need not see the same
+batches. So the batcher's own part is also measured with every batch of one request, in one
+process, for the group path with and without ``fresh_dispatch`` in turn: lone requests
+(``submit_many`` of one, 300 us apart, each its own batch), the CPU of the loop's thread minus
+that of the same loop sleeping as long without them, and the model threads' CPU.
 
     python benchmarks/serving_overhead.py [--rate 5000] [--requests 20000] [--delay-ms 0] [--json]
 """
@@ -34,6 +47,7 @@ import queue
 import socket
 import struct
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -42,8 +56,10 @@ from aiprof.errors import AiprofError
 from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.failures import RequestRejectedError
-from aiprof.inference.frontend import AnswerWriter
+from aiprof.inference.frontend import AnswerWriter, RequestServer
+from aiprof.inference.loadgen import run_precise
 from aiprof.inference.policy import BatchPolicy
+from aiprof.inference.probes import thread_cpu_ns
 from aiprof.inference.serving import FrontEnd, OpenLoad, serve
 from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
 from aiprof.inference.worker import MODEL_THREAD_PREFIX
@@ -107,6 +123,17 @@ class PerRequestServer(asyncio.Protocol):
             self._transport.write(b"".join(out))
 
 
+class QueuedGroupServer(RequestServer):
+    """The serving front end before fresh dispatch: every read decoded with numpy (served
+    with ``fresh_dispatch=False``, so every request is queued before its batch is taken),
+    the connection read by its transport."""
+
+    reads_itself = False
+
+    def data_received(self, data: bytes) -> None:
+        self._submit_read(self._reader.feed(data))
+
+
 _SERVED = struct.Struct("<I4xi")
 
 
@@ -162,18 +189,21 @@ def _zero_cost(batch: list[Any]) -> list[int]:
     return [rid for rid, _slot in batch]
 
 
-PATHS: dict[str, FrontEnd | None] = {"group": None, "per request": PerRequestServer}
-FLOORS: dict[str, FrontEnd] = {"echo": EchoServer, "echo via a thread": ThreadEchoServer}
+PATHS: dict[str, dict[str, Any]] = {
+    "group": {}, "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
+    "per request": {"front_end": PerRequestServer}}
+"""Request paths, by name: the keywords of ``serve()`` that select them."""
+FLOORS: dict[str, dict[str, Any]] = {"echo": {"front_end": EchoServer},
+                                     "echo via a thread": {"front_end": ThreadEchoServer}}
+_: FrontEnd = QueuedGroupServer  # each front end above is one (checked by mypy)
 
 
 def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
             path: str = "group") -> dict[str, float]:
     """One run through the socket: the server's CPU per request and what the client saw."""
     arrivals = poisson_arrivals(rate_rps, num_requests, seed=seed)
-    front_end = {**PATHS, **FLOORS}[path]
     load = OpenLoad(arrivals_us=tuple(arrivals.tolist()))
-    run = (serve(_zero_cost, policy, load, num_slots=1) if front_end is None
-           else serve(_zero_cost, policy, load, num_slots=1, front_end=front_end))
+    run = serve(_zero_cost, policy, load, num_slots=1, **{**PATHS, **FLOORS}[path])
     assert run.probes is not None
     parts = run.probes.cpu_us_per_request
     return {"server_cpu_us_per_request": run.server_cpu_us_per_request,
@@ -184,6 +214,48 @@ def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
             "throughput_rps": run.throughput_rps, "latency_p50_us": run.latency_p50_us,
             "latency_p99_us": run.latency_p99_us, "mean_batch_size": run.server.mean_batch_size,
             "lost": run.num_lost, "duplicated": run.num_duplicated}
+
+
+class _Discard:
+    """Replies that drop the answers (any thread)."""
+
+    thread_safe = True
+
+    def results(self, payloads: list[Any], values: list[Any]) -> None:
+        pass
+
+    def errors(self, payloads: list[Any], error: BaseException) -> None:
+        pass
+
+
+LONE_GAP_S = 300e-6
+"""Between two lone requests: longer than a batch of the zero-cost model takes, so each is
+its own batch (as a batch of about 1.5 at 5,000 req/s on the idle H200 host)."""
+
+
+def lone_requests(count: int, *, fresh: bool) -> dict[str, float]:
+    """The batcher's CPU per lone request (loop thread and model threads), in one process."""
+
+    async def run(submit: bool) -> tuple[float, float, float]:
+        batcher = DynamicBatcher(_zero_cost, BatchPolicy(max_batch_size=32), num_instances=2,
+                                 fresh_dispatch=fresh)
+        batcher.start()
+        sink, begin = _Discard(), time.thread_time_ns()
+        for ident in range(count):
+            if submit:
+                batcher.submit_many([(ident, 0)], sink)
+            await asyncio.sleep(LONE_GAP_S)
+        loop_ns = time.thread_time_ns() - begin
+        model_ns = sum(thread_cpu_ns(t) for t in threading.enumerate()
+                       if t.name.startswith(MODEL_THREAD_PREFIX))
+        batch = batcher.metrics().mean_batch_size
+        await batcher.close()
+        return loop_ns / count / 1e3, model_ns / count / 1e3, batch
+
+    idle_us, _, _ = run_precise(run(False))
+    loop_us, model_us, batch = run_precise(run(True))
+    return {"loop_cpu_us_per_request": loop_us - idle_us, "model_threads_cpu_us_per_request":
+            model_us, "mean_batch_size": batch}
 
 
 def _line(path: str, rate: float, r: dict[str, float]) -> str:
@@ -204,6 +276,8 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--delay-ms", type=float, default=0.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lone", type=int, default=3000,
+                        help="lone requests per in-process run (0: none)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     from batcher_overhead import measure as batcher_alone  # the same folder
@@ -217,28 +291,55 @@ def main() -> None:
             if not args.json:
                 print(_line(path, args.rate, runs[path][-1]), flush=True)
         baseline.append(batcher_alone(args.rate, args.requests, args.max_batch, seed))
+    lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    for _ in range(args.repeats if args.lone else 0):
+        for kind in lone:
+            lone[kind].append(lone_requests(args.lone, fresh=kind == "fresh"))
+            if not args.json:
+                r = lone[kind][-1]
+                print(f"lone requests, {kind:>6}: the batcher's loop thread "
+                      f"{r['loop_cpu_us_per_request']:.1f} us/request, model threads "
+                      f"{r['model_threads_cpu_us_per_request']:.1f}, mean batch "
+                      f"{r['mean_batch_size']:.2f}", flush=True)
     median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
               for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
-    ratios = [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
-              for new, old in zip(runs["group"], runs["per request"], strict=True)]
+    ratios = _ratios(runs, "per request")
+    queued = _ratios(runs, "group, queued")
     summary = {"runs": runs["group"], "per_request_runs": runs["per request"],
+               "queued_group_runs": runs["group, queued"],
                "median_server_cpu_us_per_request": median["group"],
                "median_per_request_path_cpu_us_per_request": median["per request"],
-               "per_request_over_group": ratios,
+               "median_queued_group_cpu_us_per_request": median["group, queued"],
+               "per_request_over_group": ratios, "queued_group_over_group": queued,
                "median_batcher_alone_cpu_us_per_request": alone,
                "floors": {path: runs[path] for path in FLOORS},
                "median_floor_cpu_us_per_request": {path: float(np.median(
                    [r["server_cpu_us_per_request"] for r in runs[path]])) for path in FLOORS},
-               "ratio": median["group"] / alone}
+               "ratio": median["group"] / alone, "lone_requests": lone}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
     floors = summary["median_floor_cpu_us_per_request"]
-    print(f"median serving process CPU {median['group']:.1f} us/request (per-request path "
+    if lone["fresh"]:
+        parts = {kind: {part: float(np.median([r[f"{part}_cpu_us_per_request"] for r in rs]))
+                        for part in ("loop", "model_threads")} for kind, rs in lone.items()}
+        print(f"lone requests (median): the batcher's loop thread {parts['fresh']['loop']:.1f} "
+              f"us/request with fresh dispatch, {parts['queued']['loop']:.1f} without "
+              f"({parts['queued']['loop'] / parts['fresh']['loop']:.2f}x); model threads "
+              f"{parts['fresh']['model_threads']:.1f} and {parts['queued']['model_threads']:.1f}")
+    print(f"median serving process CPU {median['group']:.1f} us/request (queued group path "
+          f"{median['group, queued']:.1f}, queued / group run by run: "
+          f"{', '.join(f'{r:.2f}x' for r in queued)}; per-request path "
           f"{median['per request']:.1f}; per request / group, run by run: "
           f"{', '.join(f'{r:.2f}x' for r in ratios)}); floors: echo {floors['echo']:.1f}, "
           f"echo via a thread {floors['echo via a thread']:.1f}; batcher alone {alone:.1f}")
+
+
+def _ratios(runs: dict[str, list[dict[str, float]]], baseline: str) -> list[float]:
+    """The baseline's CPU per request over the serving path's, run by run (same arrivals)."""
+    return [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
+            for new, old in zip(runs["group"], runs[baseline], strict=True)]
 
 
 if __name__ == "__main__":

@@ -213,12 +213,15 @@ def _zero_cost(batch: list[Any]) -> list[int]:
 def serving_overhead(smoke: bool) -> dict[str, Any]:
     """The serving process's CPU per request at 5,000 req/s with a model that costs nothing
     (benchmarks/serving_overhead.py's measurement, on this machine's host CPU): the serving path
-    (request groups, answers sent from the model threads) and the per-request path before it
-    (one future per request), in turn on the same arrivals, three times each, and (not in
+    (request groups, a group that forms a batch at once dispatched without queueing it,
+    answers sent from the model threads), the group path before that (every request queued)
+    and the per-request path (one future per request), in turn on the same arrivals, three
+    times each, the batcher's CPU per lone request with and without fresh dispatch (in one
+    process, every batch one request), and (not in
     smoke mode) the two floors of the benchmark: a socket echo on the loop, and one through a
     thread. The top-level fields are the serving path's median run."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from serving_overhead import FLOORS, PATHS  # the baselines live there
+    from serving_overhead import FLOORS, PATHS, lone_requests  # the baselines live there
 
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.policy import BatchPolicy
@@ -229,8 +232,7 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {path: [] for path in paths}
     for seed in range(repeats):
         load = OpenLoad(arrivals_us=tuple(poisson_arrivals(5000.0, count, seed=seed).tolist()))
-        for path, front_end in paths.items():
-            options = {} if front_end is None else {"front_end": front_end}
+        for path, options in paths.items():
             run = serve(_zero_cost, BatchPolicy(max_batch_size=32), load, num_slots=1,
                         **options)
             runs[path].append({
@@ -242,12 +244,18 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
                 "loop_iterations_per_request": (run.probes.loop.num_iterations / count
                                                 if run.probes else None),
                 "evidence": plain(tail_evidence(run))})
+    lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    for _ in range(repeats):  # the batcher's own part, every batch one request, in turn
+        for kind in lone:
+            lone[kind].append(lone_requests(200 if smoke else 3000, fresh=kind == "fresh"))
     group = sorted(runs["group"], key=lambda r: r["server_cpu_us_per_request"])
     median = group[len(group) // 2]
-    ratios = [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
-              for new, old in zip(runs["group"], runs["per request"], strict=True)]
+    ratios = {baseline: [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
+                         for new, old in zip(runs["group"], runs[baseline], strict=True)]
+              for baseline in ("per request", "group, queued")}
     return {"rate_rps": 5000.0, "num_requests": count, **median, "paths": runs,
-            "per_request_over_group": ratios}
+            "per_request_over_group": ratios["per request"],
+            "queued_group_over_group": ratios["group, queued"], "lone_requests": lone}
 
 
 def machine(device: str) -> dict[str, Any]:

@@ -207,3 +207,68 @@ def test_a_batch_recorded_at_once_is_recorded_as_its_requests_one_by_one():
             each.request(enqueue, 3.0, 5.0, 9.0, level)
     assert together.summary(10.0) == each.summary(10.0)
     assert together.summary(10.0).forming_mean_us > 0
+
+
+def _served(policy: BatchPolicy, groups: list[tuple[float, list[int], list[int] | None]],
+            fresh: bool) -> tuple[list[Any], list[Any], Any]:
+    """The batches, the answers and the metrics of ``groups`` (time, payloads, priorities)."""
+
+    async def scenario() -> tuple[list[Any], list[Any], Any]:
+        clock = FakeClock()
+        batches: list[Any] = []
+
+        async def model(inputs: list[int]) -> list[int]:
+            batches.append((clock.now_us(), list(inputs)))
+            await clock.sleep(COMPUTE_US)
+            return [2 * x for x in inputs]
+
+        batcher = DynamicBatcher(model, policy, clock=clock, num_instances=2,
+                                 fresh_dispatch=fresh)
+        batcher.start()
+        replies = Recorder()
+        for at_us, payloads, priorities in groups:
+            await clock.advance(at_us - clock.now_us())
+            batcher.submit_many(payloads, replies, priorities=priorities)
+        await clock.advance(20 * COMPUTE_US)
+        metrics = batcher.metrics()
+        await batcher.close()
+        answers = sorted((p, kind, value) for kind, payloads, values, _ in replies.calls
+                         for p, value in zip(payloads, values if kind == "results"
+                                             else [values] * len(payloads), strict=True))
+        return batches, answers, metrics
+
+    return asyncio.run(scenario())
+
+
+def test_fresh_dispatch_takes_the_batches_queueing_would_take(monkeypatch):
+    # GIVEN random policies (sizes, delays, preferred sizes, levels, queue timeouts and limits,
+    # aging) and random groups of requests, some with priorities, WHEN each is served with the
+    # groups that form a batch at once dispatched without being queued, and with every request
+    # queued first THEN the batches, each request's answer and the metrics are the same
+    import random
+
+    from .test_queue import random_policy
+
+    taken: list[int] = []
+    dispatch_fresh = DynamicBatcher._dispatch_fresh
+
+    def counted(self: DynamicBatcher, *args: Any) -> int:
+        taken.append(dispatch_fresh(self, *args))
+        return taken[-1]
+
+    monkeypatch.setattr(DynamicBatcher, "_dispatch_fresh", counted)
+    for seed in range(30):
+        rng = random.Random(seed)
+        policy = random_policy(rng)
+        groups, now, ident = [], 0.0, 0
+        for _ in range(rng.randint(5, 25)):
+            now += rng.choice([0.0, 100.0, 400.0, 1500.0, 4000.0])
+            size = rng.randint(1, 2 * policy.max_batch_size)
+            priorities = ([rng.randint(1, policy.priority_levels) for _ in range(size)]
+                          if rng.random() < 0.3 else None)
+            groups.append((now, list(range(ident, ident + size)), priorities))
+            ident += size
+        fresh = _served(policy, groups, fresh=True)
+        assert fresh == _served(policy, groups, fresh=False), seed
+        assert len(fresh[1]) == ident  # every request answered once
+    assert sum(taken) > 50 and 0 in taken  # dispatched fresh, and fell back to the queue

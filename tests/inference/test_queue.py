@@ -90,3 +90,32 @@ def true_wake_us(old: slow.BatchQueue, policy: BatchPolicy) -> float:
 @pytest.mark.parametrize("seed", range(300))
 def test_new_queue_decides_as_the_old_one(seed):
     assert run_case(seed) > 0
+
+
+def test_fresh_batch_sizes_are_what_take_batch_takes_from_a_group_in_an_empty_queue():
+    # GIVEN random policies WHEN k requests of the default level (k within the queue limits)
+    # arrive together into an empty queue THEN fresh_batch_sizes(policy)[k] is the size
+    # take_batch takes at their arrival (0: it waits), or the table is empty where a queue
+    # timeout applies
+    checked = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        policy = random_policy(rng)
+        sizes = fast.fresh_batch_sizes(policy)
+        level = policy.default_priority
+        if policy.queue_policy(level).timeout_us:
+            assert sizes == ()
+            continue
+        assert len(sizes) == policy.max_batch_size + 1 and sizes[0] == 0
+        now = rng.uniform(0, 1e6)
+        limits = [policy.max_queue_size, policy.queue_policy(level).max_queue_size]
+        for count in range(1, min([policy.max_batch_size, *filter(None, limits)]) + 1):
+            queue = fast.BatchQueue(policy)  # (the batcher queues a larger group as usual)
+            for seq in range(count):
+                queue.push(fast.Request(seq, level, now))
+            batch = queue.take_batch(now)
+            assert sizes[count] == (0 if batch is None else len(batch))
+            if batch is not None:
+                assert [r.seq for r in batch] == list(range(len(batch)))  # arrival order
+            checked += 1
+    assert checked > 200

@@ -39,7 +39,7 @@ from aiprof.inference.failures import (
 from aiprof.inference.instances import Instances
 from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
 from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
-from aiprof.inference.queue import INF, BatchQueue, Request
+from aiprof.inference.queue import INF, BatchQueue, Request, fresh_batch_sizes
 from aiprof.inference.replies import Replies, deliver_error, rejection
 
 __all__ = ["BatchFailedError", "DynamicBatcher", "QueueFullError", "RequestRejectedError"]
@@ -69,6 +69,7 @@ class DynamicBatcher:
         compute_timeout_us: float = DEFAULT_COMPUTE_TIMEOUT_US,
         drain_timeout_us: float = DEFAULT_DRAIN_TIMEOUT_US,
         reject_hopeless: bool = False,
+        fresh_dispatch: bool = True,
     ) -> None:
         if not callable(model_fn):
             raise InputError(f"the model function {model_fn!r} is not callable")
@@ -95,6 +96,9 @@ class DynamicBatcher:
             clock=self._clock, recorder=self.recorder, compute_timeout_us=float(compute_timeout_us),
             on_free=self._on_instance_free)
         self._queue = BatchQueue(policy)
+        self._fresh_sizes = fresh_batch_sizes(policy) if fresh_dispatch else ()
+        level_limit = policy.queue_policy(policy.default_priority).max_queue_size
+        self._fresh_limit = min(policy.max_queue_size or INF, level_limit or INF)
         self._level_timeout_us = [0.0] + [policy.queue_policy(level).timeout_us
                                           for level in range(1, policy.priority_levels + 1)]
         self._num_instances = num_instances
@@ -244,6 +248,12 @@ class DynamicBatcher:
                                                                 "the batcher is closed"))
             return
         now = self._clock.now_us()
+        if (self._fresh_sizes and priorities is None and deadlines_in_us is None
+                and not len(self._queue) and count <= self._fresh_limit):
+            taken = self._dispatch_fresh(payloads, replies, now)
+            if taken == count:
+                return
+            payloads, count = payloads[taken:], count - taken
         self._expire(now)
         queue, seq = self._queue, self._seq
         hopeless_check = self._reject_hopeless and bool(self._instances.batch_estimate_us)
@@ -274,6 +284,42 @@ class DynamicBatcher:
             self._dispatch_now(now)
         elif earliest < self._wait_until_us:
             self._wake()  # all busy: the loop only needs to know of an earlier expiry
+
+    def _dispatch_fresh(self, payloads: Sequence[Any], replies: Replies, now_us: float) -> int:
+        """Run on the free instances, without queueing them, the batches ``take_batch`` would
+        take at once from these requests of the default level in an empty queue; how many
+        were taken (the rest are queued as usual). The same batches, in the same order, as
+        pushing them and dispatching (:func:`~aiprof.inference.queue.fresh_batch_sizes`):
+        what a lightly loaded server does with nearly every read, for none of the queue's
+        heaps and lazy deletions per request."""
+        task, instances = self._loop_task, self._instances
+        if task is None or task.done() or task.cancelling():  # (the loop shuts down)
+            return 0
+        # take in the batches that ended first, as _dispatch_now does: the model thread that
+        # ended last is then the one given the batch (still awake, or the last to sleep)
+        if not instances.collect(notify=False) and not instances.free_since and (
+                not instances.collect_or_ask()):
+            return 0
+        sizes, level, seq = self._fresh_sizes, self.policy.default_priority, self._seq
+        sink = replies if getattr(replies, "thread_safe", False) else None
+        count = len(payloads)
+        if count == 1 and sizes[1]:  # a lone request: its own batch
+            payload = payloads[0]
+            instances.dispatch_group(
+                [Request(next(seq), level, now_us, payload=payload, handle=replies)],
+                [payload], sink, now_us)
+            return 1
+        taken, largest = 0, len(sizes) - 1
+        while taken < count and instances.free_since:
+            size = sizes[min(count - taken, largest)]
+            if not size:
+                break
+            chunk = list(payloads[taken:taken + size])
+            instances.dispatch_group(
+                [Request(next(seq), level, now_us, payload=p, handle=replies) for p in chunk],
+                chunk, sink, now_us)
+            taken += size
+        return taken
 
     def _levels(self, priorities: Sequence[int] | None, count: int) -> Iterable[int]:
         if priorities is None:

@@ -11,6 +11,7 @@ thread abandoned (left to finish on its own), and the next batch gets a fresh on
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -80,7 +81,10 @@ class Instances:
         any. ``notify``: then call ``on_free`` once (the caller does not decide a batch next)."""
         items = self._inbox.take() if self._inbox is not None else []
         for batch, result, error, done_us, answered in items:
-            self._finish(batch, result, error, done_us=done_us, answered=answered, notify=False)
+            if answered:
+                self._finish_answered(batch, done_us)
+            else:
+                self._finish(batch, result, error, done_us=done_us, notify=False)
         if items and notify:
             self._on_free()
         return bool(items)
@@ -92,7 +96,10 @@ class Instances:
             return False
         items = self._inbox.take_or_ask()
         for batch, result, error, done_us, answered in items:
-            self._finish(batch, result, error, done_us=done_us, answered=answered, notify=False)
+            if answered:
+                self._finish_answered(batch, done_us)
+            else:
+                self._finish(batch, result, error, done_us=done_us, notify=False)
         return bool(items)
 
     def wake_always(self) -> None:
@@ -106,14 +113,20 @@ class Instances:
 
     def dispatch(self, requests: list[Request], now_us: float) -> None:
         """Run a batch on the instance free the longest."""
+        self.dispatch_group(requests, [request.payload for request in requests],
+                            thread_safe_group(requests), now_us)
+
+    def dispatch_group(self, requests: list[Request], payloads: list[Any],
+                       sink: Replies | None, now_us: float) -> None:
+        """As :meth:`dispatch`, for a caller that has the batch's payloads (a list of its
+        own, given to the model) and knows its :func:`thread_safe_group`."""
         assert self._loop is not None
         batch = _Batch(requests, self.free_since.pop(0), now_us)
         self.in_flight.add(batch)
         if self._compute_timeout_us < INF and (self._is_async or self._in_thread):
             self._watch(now_us + self._compute_timeout_us)
-        payloads = [request.payload for request in requests]
         if self._in_thread:
-            batch.sink = thread_safe_group(requests)
+            batch.sink = sink
             batch.worker = self._idle_threads.pop() if self._idle_threads else ModelThread(
                 self._model)
             batch.worker.run(payloads, functools.partial(self._reply_from_thread, batch))
@@ -201,10 +214,10 @@ class Instances:
             self._finish(batch, result, None)
 
     def _finish(self, batch: _Batch, result: Any, error: BaseException | None, *,
-                done_us: float | None = None, answered: bool = False,
-                notify: bool = True) -> None:
-        """A batch came back from the model at ``done_us`` (default now), its results already
-        sent when ``answered``; ignored if it was given up on already."""
+                done_us: float | None = None, notify: bool = True) -> None:
+        """A batch came back from the model at ``done_us`` (default now), to be answered from
+        here (:meth:`_finish_answered`: its thread answered it); ignored if it was given up on
+        already."""
         if batch.finished:
             return
         batch.finished = True
@@ -221,14 +234,36 @@ class Instances:
                 self._recorder.requests([r.enqueue_us for r in requests],
                                         [r.level for r in requests], batch.free_us,
                                         batch.dispatch_us, done)
-                if not answered:
-                    deliver_results(requests, outcome)
+                deliver_results(requests, outcome)
         finally:  # the instance is free again whatever a receiver of the answers did
             if error is not None and not isinstance(error, Exception):
                 self._recorder.num_replaced += 1  # its thread ended; a new one serves the next
             elif batch.worker is not None:
                 self._idle_threads.append(batch.worker)
             self._release(done, notify)
+
+    def _finish_answered(self, batch: _Batch, done_us: float) -> None:
+        """:meth:`_finish` of a batch whose thread sent its checked results (the common end of
+        a batch): its bookkeeping only, in one call."""
+        if batch.finished:
+            return
+        batch.finished = True
+        self.in_flight.discard(batch)
+        requests, recorder = batch.requests, self._recorder
+        compute, estimate = done_us - batch.dispatch_us, self.batch_estimate_us
+        recorder.batch(len(requests), compute)
+        self.batch_estimate_us = (estimate + _EWMA_WEIGHT * (compute - estimate) if estimate
+                                  else compute)
+        if len(requests) == 1:
+            first = requests[0]
+            recorder.request(first.enqueue_us, batch.free_us, batch.dispatch_us, done_us,
+                             first.level)
+        else:
+            recorder.requests([r.enqueue_us for r in requests], [r.level for r in requests],
+                              batch.free_us, batch.dispatch_us, done_us)
+        if batch.worker is not None:
+            self._idle_threads.append(batch.worker)
+        bisect.insort(self.free_since, done_us)
 
     def _timed_out(self, batch: _Batch) -> None:
         self._give_up(batch, BatchFailedError(

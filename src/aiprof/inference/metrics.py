@@ -8,6 +8,7 @@ instance free, for the batch to fill (``forming``).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -52,11 +53,10 @@ class MetricsRecorder:
     """Collects timings; keeps the ``max_samples`` latest per-request samples (bounded memory)."""
 
     def __init__(self, max_samples: int = 1_000_000) -> None:
-        self._latency: deque[float] = deque(maxlen=max_samples)
-        self._level: deque[int] = deque(maxlen=max_samples)
-        self._queue: deque[float] = deque(maxlen=max_samples)
-        self._forming: deque[float] = deque(maxlen=max_samples)
-        self._compute: deque[float] = deque(maxlen=max_samples)
+        self._samples: deque[tuple[float, int, float, float, float, float]] = deque(
+            maxlen=max_samples)
+        """Per request: (enqueue, level, instance free, dispatch, done, outside) times; its
+        latency and parts are computed once, in :meth:`summary` (one append per request)."""
         self.batch_sizes: Counter[int] = Counter()
         self.rejected: Counter[str] = Counter()
         self.num_completed = 0
@@ -76,27 +76,14 @@ class MetricsRecorder:
     ) -> None:
         """Record a completed request: queued, instance free, batch dispatched, result ready;
         ``outside_us`` more of latency spent outside the batcher (a simulated transport)."""
-        forming = dispatch_us - max(enqueue_us, free_us)
-        self._latency.append(done_us - enqueue_us + outside_us)
-        self._level.append(level)
-        self._forming.append(forming)
-        self._queue.append(dispatch_us - enqueue_us - forming)
-        self._compute.append(done_us - dispatch_us)
+        self._samples.append((enqueue_us, level, free_us, dispatch_us, done_us, outside_us))
         self.num_completed += 1
 
     def requests(self, enqueue_us: list[float], levels: list[int], free_us: float,
                  dispatch_us: float, done_us: float) -> None:
         """Record the completed requests of one batch (as :meth:`request` does for each)."""
-        if len(enqueue_us) == 1:  # a lone request: the common batch of a lightly loaded server
-            self.request(enqueue_us[0], free_us, dispatch_us, done_us, levels[0])
-            return
-        forming = [dispatch_us - max(e, free_us) for e in enqueue_us]
-        self._latency.extend([done_us - e for e in enqueue_us])
-        self._level.extend(levels)
-        self._forming.extend(forming)
-        self._queue.extend([dispatch_us - e - f for e, f in zip(enqueue_us, forming,
-                                                                 strict=True)])
-        self._compute.extend([done_us - dispatch_us] * len(enqueue_us))
+        self._samples.extend([(e, level, free_us, dispatch_us, done_us, 0.0)
+                              for e, level in zip(enqueue_us, levels, strict=True)])
         self.num_completed += len(enqueue_us)
 
     def reject(self, reason: str, count: int = 1) -> None:
@@ -110,7 +97,15 @@ class MetricsRecorder:
 
     def summary(self, duration_us: float, num_instances: int = 1) -> BatchingMetrics:
         """Percentiles and means of what was recorded over ``duration_us``."""
-        latency = np.asarray(self._latency, dtype=np.float64)
+        table = np.fromiter(itertools.chain.from_iterable(self._samples), dtype=np.float64,
+                            count=6 * len(self._samples)).reshape(-1, 6)
+        enqueue, free, dispatch, done, outside = (np.ascontiguousarray(table[:, i])
+                                                  for i in (0, 2, 3, 4, 5))
+        latency = done - enqueue + outside
+        forming = dispatch - np.maximum(enqueue, free)
+        queue = dispatch - enqueue - forming
+        compute = done - dispatch
+        levels = table[:, 1].astype(np.int64)
         p50, p95, p99 = np.percentile(latency, [50, 95, 99]) if latency.size else (np.nan,) * 3
         batches = sum(self.batch_sizes.values())
         executed = sum(size * count for size, count in self.batch_sizes.items())
@@ -124,26 +119,24 @@ class MetricsRecorder:
             latency_p50_us=float(p50),
             latency_p95_us=float(p95),
             latency_p99_us=float(p99),
-            latency_mean_us=_mean(self._latency),
-            queue_mean_us=_mean(self._queue),
-            forming_mean_us=_mean(self._forming),
-            compute_mean_us=_mean(self._compute),
+            latency_mean_us=_mean(latency),
+            queue_mean_us=_mean(queue),
+            forming_mean_us=_mean(forming),
+            compute_mean_us=_mean(compute),
             mean_batch_size=executed / batches if batches else 0.0,
             batch_size_histogram={str(k): v for k, v in sorted(self.batch_sizes.items())},
-            latency_p99_by_level_us=self._p99_by_level(latency),
+            latency_p99_by_level_us=_p99_by_level(latency, levels),
             busy_pct=100.0 * self.busy_us / (duration_us * num_instances) if seconds > 0 else 0.0,
             failed=dict(sorted(self.failed.items())),
             num_replaced_instances=self.num_replaced,
-            compute_p50_us=(float(np.median(np.asarray(self._compute))) if self._compute
-                            else float("nan")),
+            compute_p50_us=float(np.median(compute)) if compute.size else float("nan"),
         )
 
 
-    def _p99_by_level(self, latency: np.ndarray) -> dict[str, float]:
-        levels = np.asarray(self._level, dtype=np.int64)
-        return {str(level): float(np.percentile(latency[levels == level], 99))
-                for level in np.unique(levels).tolist()}
+def _p99_by_level(latency: np.ndarray, levels: np.ndarray) -> dict[str, float]:
+    return {str(level): float(np.percentile(latency[levels == level], 99))
+            for level in np.unique(levels).tolist()}
 
 
-def _mean(values: deque[float]) -> float:
-    return float(np.mean(np.asarray(values))) if values else float("nan")
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if values.size else float("nan")

@@ -62,6 +62,27 @@ def _expiry_of(request: Request) -> float:
                                                            request.timeout_at_us)
 
 
+def fresh_batch_sizes(policy: BatchPolicy) -> tuple[int, ...]:
+    """What :meth:`BatchQueue.take_batch` takes from ``k`` requests of the default level that
+    arrived together into an empty queue, at their arrival: ``sizes[k]`` for ``k`` in
+    ``0..max_batch_size`` within the queue's limits (0: it waits). Empty when the default
+    level has a queue timeout, the one rule that could answer such requests otherwise.
+
+    Fresh requests share one arrival time, have no deadline of their own, and aging has not
+    promoted any, so the rule of ``take_batch`` reduces to their count: the largest preferred
+    size that fits, else all of them once the level's delay is over (at once for a delay of
+    0). ``DynamicBatcher.submit_many`` dispatches such a group without queueing it."""
+    level = policy.default_priority
+    if policy.queue_policy(level).timeout_us:
+        return ()
+    at_once = policy.max_delay_us(level) <= 0
+    sizes = [0]
+    for count in range(1, policy.max_batch_size + 1):
+        fitting = [p for p in policy.preferred if p <= count]
+        sizes.append(fitting[-1] if fitting else (count if at_once else 0))
+    return tuple(sizes)
+
+
 class BatchQueue:
     """Queued requests by priority level, plus Triton's delayed queue for timed-out requests."""
 

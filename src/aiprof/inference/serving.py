@@ -134,7 +134,8 @@ set when the connection is lost)."""
 
 def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenLoad | ClosedLoad,
           *, num_slots: int, num_instances: int = 2, deadline_s: float = 120.0,
-          freeze_gc: bool = True, front_end: FrontEnd = RequestServer) -> ServedRun:
+          freeze_gc: bool = True, front_end: FrontEnd = RequestServer,
+          fresh_dispatch: bool = True) -> ServedRun:
     """Serve ``load`` with a :class:`DynamicBatcher` around ``model_fn``; the client's view.
 
     The model function gets ``(request id, slot)`` payloads, one per request of the batch.
@@ -142,6 +143,8 @@ def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenL
     while it runs (:func:`~aiprof.inference.probes.frozen_heap`). ``front_end``: another
     protocol for the connection (``benchmarks/serving_overhead.py`` measures the request path
     of one future per request against the default, :class:`RequestServer`).
+    ``fresh_dispatch``: the batcher's option of that name (False: every request is queued
+    before its batch is taken, the path before it, kept as the benchmark's baseline).
     """
     if isinstance(load, OpenLoad) and not load.arrivals_us:
         raise InputError("no arrivals to serve")
@@ -154,7 +157,7 @@ def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenL
                 loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
             metrics, code, stderr = runner.run(_serve_async(
                 model_fn, policy, num_instances, num_slots, folder / "s", command, deadline_s,
-                window, selector, front_end))
+                window, selector, front_end, fresh_dispatch))
         wall = time.perf_counter() - begin
         if code != 0 or not (folder / "times.npz").is_file():
             raise InputError(f"the load generator failed (exit {code}): {stderr.strip()[-300:]}")
@@ -185,9 +188,11 @@ def _client_command(load: OpenLoad | ClosedLoad, folder: Path, num_slots: int,
 async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy,
                        num_instances: int, num_slots: int, path: Path, command: list[str],
                        deadline_s: float, window: _Window, selector: TimedSelector,
-                       front_end: FrontEnd) -> tuple[BatchingMetrics, int, str]:
+                       front_end: FrontEnd,
+                       fresh_dispatch: bool) -> tuple[BatchingMetrics, int, str]:
     loop = asyncio.get_running_loop()
-    batcher = DynamicBatcher(model_fn, policy, num_instances=num_instances)
+    batcher = DynamicBatcher(model_fn, policy, num_instances=num_instances,
+                             fresh_dispatch=fresh_dispatch)
     batcher.start()
     closed: asyncio.Future[None] = loop.create_future()
     connected: asyncio.Future[None] = loop.create_future()
