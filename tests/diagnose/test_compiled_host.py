@@ -170,3 +170,28 @@ def test_the_loops_work_after_the_backward_stays_eager(tmp_path: Path) -> None:
     assert len(spans[0]) == 2 and np.allclose(spans[1] - spans[0], 80.0)
     runs = compiled_runs(ctx)
     assert sorted(len(r) for r in runs) == [3, 3]
+
+
+def test_an_op_that_waited_inside_keeps_its_time_under_compile(tmp_path: Path) -> None:
+    """GIVEN a step whose convolution's first call spent 50 ms in cuDNN's benchmark (a long
+    extern op), WHEN compile is replayed, THEN that time stays (the generated code makes the
+    same ATen call): the gain is at most the rest of the step."""
+    conv = "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(2):
+        start = t
+        ext = b.cpu_op("aten::cudnn_convolution", t, 50_000.0 if s == 0 else 30.0)
+        t += 50_000.0 if s == 0 else 30.0
+        b.kernel(conv, t - 5.0, t + 10.0, 50.0, external=ext)
+        for k in range(4):
+            b.cpu_op("aten::add", t, 20.0)
+            b.kernel(ADD if k % 2 else MUL, t + 2.0, t + 70.0 + 10 * k, 5.0)
+            t += 25.0
+        b.step(s, start, t - start + 150.0)
+        t += 160.0
+    ctx = Context(load_trace(b.write(tmp_path / "t.json.gz")),
+                  DiagnoseOptions(profiler_overhead_us=0.0))
+    change = unfused_elementwise.change(ctx)
+    assert change is not None
+    assert ctx.gain_pct(change) < 100.0 * 1000.0 / ctx.base_us  # the 50 ms stay

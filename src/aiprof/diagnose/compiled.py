@@ -49,11 +49,11 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.fusion_chains import MIN_LENGTH
-from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans
+from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans, host_costs
 from aiprof.diagnose.compiled_launches import compiled_launches
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.nhwc import nchw_batch_norm_durations
-from aiprof.diagnose.replay import Change
+from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, covered_between
 from aiprof.diagnose.rules.cpu_bound import host_cpu
 from aiprof.diagnose.rules.misaligned_shapes import padded_rate
 from aiprof.tensor.costmodel import op_cost
@@ -68,6 +68,21 @@ def eager_spans(ctx: Context) -> iv.Intervals:
     the step does after its backward, and what neither compile nor a graph removes
     (``cpu_bound.host_cpu``)."""
     return iv.union_all(host_cpu(ctx), optimizer_spans(ctx), after_backward(ctx))
+
+
+def waiting_ops(ctx: Context, rows: np.ndarray) -> iv.Intervals:
+    """The ops that launched GPU ops ``rows`` and took longer than ``WAITING_CALL_FACTOR``
+    extern ops of the generated code (``compiled_host``), their allocator calls (which stay
+    anyway) left out: they waited inside (cuDNN's benchmark of a first call, lazy
+    initialization), which the same ATen call does under compile too; their time stays."""
+    ops = ctx.trace.cpu_ops
+    op = np.unique(ctx.trace.gpu_ops.op_row[rows])
+    op = op[op >= 0]
+    own = ops.dur_us[op] - covered_between(iv.union(*ctx.allocator.call_spans), ops.ts_us[op],
+                                           ops.end_us[op])
+    long = own > WAITING_CALL_FACTOR * host_costs(
+        ctx.trace, ctx.timeline.launch_call_us).extern_op_us
+    return iv.union(ops.ts_us[op[long]], ops.end_us[op[long]])
 
 
 def after_backward(ctx: Context) -> iv.Intervals:
@@ -215,8 +230,9 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
     bandwidth = ctx.memory_bytes_per_s()
     norms = nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
     gpu_dur = {**norms, **padded_gemm_durations(ctx), **fused, **extra_gpu_dur_us}
-    stays = iv.union_all(eager_spans(ctx), accumulate_grad_spans(ctx.trace))
     rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
+    stays = iv.union_all(eager_spans(ctx), accumulate_grad_spans(ctx.trace),
+                         waiting_ops(ctx, rows))
     rows = rows[~launched_in(ctx, rows, stays)]
     return Change(gpu_dur_us=gpu_dur, removed_cpu=iv.subtract(step_window(ctx.trace), stays),
                   added_cpu_us=compiled_launches(ctx.trace, rows, gpu_dur,
