@@ -22,17 +22,22 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
   Inductor's layout optimization (channels_last convolutions) is not assumed: it is skipped
   in training for nets with a convolution whose input has at least twice its output channels
   (``GraphLowering.decide_layout_opt``, "pytorch_unet"), so the conversions stay.
-- **Launches.** Each fused-away kernel's launch call goes; each kept kernel keeps its call
-  (the generated wrapper still launches it).
-- **Dispatch.** The compiled graph runs without the eager per-op work: the Python of the
-  modules, the dispatcher, autograd's bookkeeping between ops (AOTAutograd compiles the
-  backward too). The CPU work between launches goes, outside what stays eager: the
-  optimizer's step (``Optimizer.*`` spans: the model is compiled, not the optimizer), the
-  DataLoader, the allocator, syncs and host work (``cpu_bound.host_cpu``).
+- **Padding.** Inductor pads misaligned ``mm``/``addmm``/``bmm`` (its ``pad_mm`` pass, on by
+  default): each such GEMM the model launches takes its padded shape's time
+  (``misaligned_shapes``' roof); convolutions are not padded.
+- **The host.** The compiled graph runs none of the eager per-op work (the modules' Python,
+  the dispatcher, autograd's bookkeeping; AOTAutograd compiles the backward too): the CPU
+  time of the compiled part goes, and the generated code's own cost comes instead, per
+  launch and per graph call (``compiled_host``, ``compiled_launches``). What stays eager
+  keeps its time: the optimizer's step (``Optimizer.*`` spans: the model is compiled, not the
+  optimizer), the loop's work between the backward and the optimizer (``after_backward``),
+  ``AccumulateGrad``, the DataLoader, the allocator, syncs and host work
+  (``cpu_bound.host_cpu``). Each step calls the graph again: runs do not fuse across steps.
 
-What it leaves out: shape padding of misaligned GEMMs (Inductor's ``shape_padding``; that is
-``misaligned_shapes``' change), the generated wrapper's own Python per kernel (a launch call
-is its lower bound, so the gain is an upper bound), guards, and graph breaks.
+What it leaves out: graph breaks and recompilations (one forward and one backward graph a
+step), the model's boundary inside a step (the step outside the eager spans is taken as
+compiled: a policy called per environment step next to eager sampling code counts as one
+graph), and Inductor's layout optimization.
 """
 
 from __future__ import annotations
@@ -44,10 +49,13 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.fusion_chains import MIN_LENGTH
+from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans, host_costs
+from aiprof.diagnose.compiled_launches import compiled_launches
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.nhwc import nchw_batch_norm_durations
-from aiprof.diagnose.replay import Change
+from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, covered_between
 from aiprof.diagnose.rules.cpu_bound import host_cpu
+from aiprof.diagnose.rules.misaligned_shapes import padded_rate
 from aiprof.tensor.costmodel import op_cost
 from aiprof.tensor.trace_ops import call_from_row
 
@@ -56,35 +64,77 @@ OPTIMIZER = re.compile(r"^Optimizer\.")
 
 
 def eager_spans(ctx: Context) -> iv.Intervals:
-    """CPU spans that stay eager under ``torch.compile(model)``: the optimizer's step and what
-    neither compile nor a graph removes (``cpu_bound.host_cpu``)."""
-    return iv.union_all(host_cpu(ctx), optimizer_spans(ctx))
+    """CPU spans that stay eager under ``torch.compile(model)``: the optimizer's step, what
+    the step does after its backward, and what neither compile nor a graph removes
+    (``cpu_bound.host_cpu``)."""
+    return iv.union_all(host_cpu(ctx), optimizer_spans(ctx), after_backward(ctx))
+
+
+def waiting_ops(ctx: Context, rows: np.ndarray) -> iv.Intervals:
+    """The ops that launched GPU ops ``rows`` and took longer than ``WAITING_CALL_FACTOR``
+    extern ops of the generated code (``compiled_host``), their allocator calls (which stay
+    anyway) left out: they waited inside (cuDNN's benchmark of a first call, lazy
+    initialization), which the same ATen call does under compile too; their time stays."""
+    ops = ctx.trace.cpu_ops
+    op = np.unique(ctx.trace.gpu_ops.op_row[rows])
+    op = op[op >= 0]
+    own = ops.dur_us[op] - covered_between(iv.union(*ctx.allocator.call_spans), ops.ts_us[op],
+                                           ops.end_us[op])
+    long = own > WAITING_CALL_FACTOR * host_costs(
+        ctx.trace, ctx.timeline.launch_call_us).extern_op_us
+    return iv.union(ops.ts_us[op[long]], ops.end_us[op[long]])
+
+
+def after_backward(ctx: Context) -> iv.Intervals:
+    """From the end of each backward to the start of the optimizer step that follows it. The
+    compiled model's work ends with its backward; what the loop does then, before stepping
+    the optimizer (gradient clipping, logging), is eager."""
+    lo, hi = backward_spans(ctx.trace)
+    opt_lo, _ = optimizer_spans(ctx)
+    if not len(lo) or not len(opt_lo):
+        return iv.EMPTY
+    last = np.searchsorted(lo, opt_lo, side="left") - 1
+    ends = np.where(last >= 0, hi[np.maximum(last, 0)], np.inf)
+    keep = ends < opt_lo
+    return iv.union(ends[keep], opt_lo[keep])
 
 
 def launched_in(ctx: Context, rows: np.ndarray, spans: iv.Intervals) -> np.ndarray:
     """Per GPU op of ``rows``: launched inside ``spans`` (its launch call's start, else its
     op's start; neither known: no)."""
+    at = launched_at(ctx, rows)
+    return np.asarray(iv.contains(spans, at) & ~np.isnan(at))
+
+
+def launched_at(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Per GPU op of ``rows``: its launch call's start, else its op's start, else NaN."""
     gpu, ops, rt = ctx.trace.gpu_ops, ctx.trace.cpu_ops, ctx.trace.runtime
     at = np.full(len(rows), np.nan)
     op = gpu.op_row[rows]
     at[op >= 0] = ops.ts_us[op[op >= 0]]
     launch = gpu.launch_row[rows]
     at[launch >= 0] = rt.ts_us[launch[launch >= 0]]
-    return np.asarray(iv.contains(spans, at) & ~np.isnan(at))
+    return at
 
 
 def compiled_runs(ctx: Context) -> list[np.ndarray]:
     """The runs Inductor fuses: each chain's kernels launched from the compiled model, split
-    where an eager part (the optimizer's foreach kernels) launched one; runs of at least
-    ``fusion_chains.MIN_LENGTH`` kernels."""
+    where an eager part (the optimizer's foreach kernels) launched one and where a step ends
+    (each step calls the compiled graph again); runs of at least ``fusion_chains.MIN_LENGTH``
+    kernels."""
     eager = eager_spans(ctx)
+    step_starts = ctx.trace.steps.start_us
     runs: list[np.ndarray] = []
     for chain in ctx.chains.chains:
         inside = launched_in(ctx, chain.rows, eager)
-        edges = np.diff(np.concatenate([[0], (~inside).astype(np.int8), [0]]))
-        for lo, hi in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
-            if hi - lo >= MIN_LENGTH:
-                runs.append(chain.rows[lo:hi])
+        step = np.searchsorted(step_starts, np.nan_to_num(launched_at(ctx, chain.rows)))
+        new_step = np.concatenate([[False], step[1:] != step[:-1]])
+        for part in np.split(np.arange(len(chain.rows)), np.flatnonzero(new_step)):
+            edges = np.diff(np.concatenate([[0], (~inside[part]).astype(np.int8), [0]]))
+            for lo, hi in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1),
+                              strict=True):
+                if hi - lo >= MIN_LENGTH:
+                    runs.append(chain.rows[part[lo:hi]])
     return runs
 
 
@@ -169,42 +219,48 @@ def optimizer_spans(ctx: Context) -> iv.Intervals:
     return iv.union(ann.ts_us[pick], ann.ts_us[pick] + ann.dur_us[pick])
 
 
-def launch_spans(ctx: Context, rows: np.ndarray) -> iv.Intervals:
-    """The eager CPU work of GPU ops ``rows``: the op that launched each (its dispatch and
-    launch call), else the launch call alone."""
-    gpu, ops, rt = ctx.trace.gpu_ops, ctx.trace.cpu_ops, ctx.trace.runtime
-    launch = gpu.launch_row[rows]
-    calls = iv.union(rt.ts_us[launch[launch >= 0]], rt.end_us[launch[launch >= 0]])
-    op = gpu.op_row[rows]
-    op = op[op >= 0]
-    return iv.union_all(calls, iv.union(ops.ts_us[op], ops.end_us[op]))
-
-
 def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change | None:
-    """The step under ``torch.compile``: runs fused, their launches gone, eager dispatch gone
-    outside the eager parts; ``extra_gpu_dur_us`` (fused attention) applied too."""
-    fused, gone = fused_durations(ctx)
+    """The step under ``torch.compile``: runs fused, NCHW BatchNorm at its roofline, misaligned
+    GEMMs padded, ``extra_gpu_dur_us`` (fused attention) applied; on the host, the CPU time of
+    the compiled part (what runs outside the eager spans) replaced by the generated code's
+    (``compiled_launches``)."""
+    fused, _ = fused_durations(ctx)
     if not fused and not extra_gpu_dur_us:
         return None
     bandwidth = ctx.memory_bytes_per_s()
     norms = nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
-    eager = eager_spans(ctx)
-    removed = iv.union_all(launch_spans(ctx, gone), python_between_ops(ctx))
-    return Change(gpu_dur_us={**norms, **fused, **extra_gpu_dur_us},
-                  removed_cpu=iv.subtract(removed, eager))
+    gpu_dur = {**norms, **padded_gemm_durations(ctx), **fused, **extra_gpu_dur_us}
+    rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
+    stays = iv.union_all(eager_spans(ctx), accumulate_grad_spans(ctx.trace),
+                         waiting_ops(ctx, rows))
+    rows = rows[~launched_in(ctx, rows, stays)]
+    return Change(gpu_dur_us=gpu_dur, removed_cpu=iv.subtract(step_window(ctx.trace), stays),
+                  added_cpu_us=compiled_launches(ctx.trace, rows, gpu_dur,
+                                                 ctx.timeline.launch_call_us))
 
 
-def python_between_ops(ctx: Context) -> iv.Intervals:
-    """Host time inside the steps with no CPU op or runtime call on any thread: the Python of
-    the modules between their ops (the compiled graph runs none of it). Each gap's last
-    ``profiler_overhead_us`` stays: the profiler's enter callback of the event that ends it ran
-    there (before the event's timestamp), and the replay takes that event's cost out already."""
-    ops, rt = ctx.trace.cpu_ops, ctx.trace.runtime
-    if len(ops.ts_us) == 0:
-        return iv.EMPTY
-    events = iv.union(np.concatenate([ops.ts_us, rt.ts_us]),
-                      np.concatenate([ops.end_us, rt.end_us]))
-    lo, hi = iv.subtract(step_window(ctx.trace), events)
-    hi = np.maximum(hi - ctx.timeline.profiler_overhead_us, lo)
-    return lo[hi > lo], hi[hi > lo]
+PADDED_GEMM = re.compile(r"^aten::(mm|addmm|bmm)$")
+"""The GEMMs Inductor pads (``torch/_inductor/fx_passes/pad_mm.py``, on by default with
+``config.shape_padding``): ``mm``, ``addmm`` and ``bmm`` with a dimension off the alignment
+(8 elements in half precision, 4 in FP32), where the padded op benchmarks faster;
+convolutions are not padded."""
 
+
+def padded_gemm_durations(ctx: Context) -> dict[int, float]:
+    """The misaligned GEMMs the compiled model launches (``PADDED_GEMM``) at the time of their
+    padded shape: ``misaligned_shapes``' roof (the rate the trace's aligned GEMMs of the
+    precision reach, the bytes at the DRAM bandwidth), never longer than they took."""
+    bandwidth = ctx.memory_bytes_per_s()
+    ops = [o for o in ctx.shapes.ops if PADDED_GEMM.match(o.name) and o.kernel_us > 0]
+    if not bandwidth or not ops:
+        return {}
+    dur = ctx.trace.gpu_ops.dur_us
+    new: dict[int, float] = {}
+    for op in ops:
+        rate = padded_rate(ctx, op.precision)
+        if not rate:
+            continue
+        roof_us = max(op.padded_flops / rate, op.bytes_total / bandwidth) * 1e6
+        scale = min(1.0, roof_us / op.kernel_us)
+        new.update({int(r): float(dur[r]) * scale for r in op.kernel_rows})
+    return new

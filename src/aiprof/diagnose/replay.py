@@ -114,6 +114,10 @@ class Change:
     """``gpu_row`` s moved to a stream of their own (a copy prefetched on a side stream, a
     step ahead): the later ops of their stream no longer wait for them, and the step still
     lasts until they end (the copy engine is busy for them)."""
+    added_cpu_us: dict[int, float] = field(default_factory=dict)
+    """CPU work added just before the launch of ``gpu_row`` (``torch.compile``: the generated
+    code's own cost per kernel it launches, where the eager dispatch is removed); scaled by
+    ``launch_work_scale`` like any work between launches."""
 
 
 def combine(*changes: Change) -> Change:
@@ -134,6 +138,7 @@ def combine(*changes: Change) -> Change:
         queued_gap_us=min((c.queued_gap_us for c in changes if c.queued_gap_us is not None),
                           default=None),
         side_stream_rows=frozenset().union(*(c.side_stream_rows for c in changes)),
+        added_cpu_us={row: us for c in changes for row, us in c.added_cpu_us.items()},
     )
 
 
@@ -181,6 +186,8 @@ def cpu_work(timeline: Timeline, change: Change) -> tuple[np.ndarray, float]:
         del starts
         work -= recorded * timeline.profiler_overhead_us
         del recorded
+    if change.added_cpu_us:
+        work[:-1] += by_gpu_row(timeline, change.added_cpu_us, np.zeros(len(timeline.kind)))
     if change.launch_work_scale != 1.0:
         kept = covered_between(iv.subtract(change.protected_cpu, change.removed_cpu), lo, hi)
         work = kept + (work - kept) * change.launch_work_scale
@@ -383,13 +390,19 @@ def new_durations(timeline: Timeline, change: Change) -> np.ndarray:
     """Each event's GPU duration with ``change.gpu_dur_us`` applied (by ``gpu_row``)."""
     if not change.gpu_dur_us:  # read only: the timeline's own column, not a copy of it
         return timeline.gpu_dur_us
-    durations = timeline.gpu_dur_us.copy()
-    keys = np.fromiter(change.gpu_dur_us.keys(), np.int64, len(change.gpu_dur_us))
-    values = np.fromiter(change.gpu_dur_us.values(), np.float64, len(change.gpu_dur_us))
+    return by_gpu_row(timeline, change.gpu_dur_us, timeline.gpu_dur_us.copy())
+
+
+def by_gpu_row(timeline: Timeline, values_by_row: dict[int, float],
+               out: np.ndarray) -> np.ndarray:
+    """``out`` (one value per event) with ``values_by_row`` written at the events of those
+    ``gpu_row`` s."""
+    keys = np.fromiter(values_by_row.keys(), np.int64, len(values_by_row))
+    values = np.fromiter(values_by_row.values(), np.float64, len(values_by_row))
     order = np.argsort(keys)
     keys, values = keys[order], values[order]
     rows = timeline.gpu_row
     at = np.minimum(np.searchsorted(keys, rows), len(keys) - 1)
     hit = (rows >= 0) & (keys[at] == rows)
-    durations[hit] = values[at[hit]]
-    return durations
+    out[hit] = values[at[hit]]
+    return out

@@ -1,0 +1,235 @@
+"""What a ``torch.compile``'d step still costs the host: per kernel it launches, per graph call.
+
+The model (aiprof's), from traces of compiled steps. Under ``torch.compile`` (default mode, no
+CUDA graphs) the eager dispatch of the compiled model is gone: the modules' Python, the
+dispatcher's per-op work, autograd's bookkeeping. What replaces it:
+
+- **Per kernel launched**, the generated wrapper's Python: for a kernel Inductor generates
+  (Triton), its ``CachingAutotuner.run`` and launcher, then ``cuLaunchKernel``; for an extern
+  op (a cuBLAS GEMM, a cuDNN convolution, an ATen fallback) the ATen call the wrapper makes
+  (the dispatcher without autograd) and its kernels' launches; the buffers it allocates.
+- **Per call of a compiled graph**: Dynamo's guards (``TorchDynamo Cache Lookup``), the
+  AOTAutograd runtime wrapper and its autograd function (``CompiledFunction``), the generated
+  call's prologue (a size and stride check per input), forward; the
+  ``CompiledFunctionBackward`` node and its wrapper, backward.
+
+So the host time of the compiled part of a step is ``calls x per-call cost + launches x
+per-launch cost``, whatever the eager dispatch cost: where the eager step's ops were cheap to
+dispatch (C++ autograd in the backward, small tensor ops) and fusion removes few launches, the
+compiled step is slower on the host (``rl_policy_rollout``, ``resnet18_b4_train``: measured
+-38.8% and -8.1%).
+
+The costs are read off plain ``torch.profiler`` traces of one compiled step (``measure``): the
+interval from one op's last launch call to the next one's, inside a graph call (``## Call
+CompiledFxGraph`` annotations), is that op's cost, the profiler's cost per recorded event in it
+taken out (``profiler_cost.estimated_overhead_us``); a call's cost is its region's time beyond
+its ops' intervals, likewise. They are Python and driver work, so they scale with the host's
+speed, which moves within a day on one machine (the H200's host: the same policy's eager ops
+took twice as long in one recording as in another, and so did its launch calls). So each cost
+is kept in units of the trace's own median ``cudaLaunchKernel`` call (``launch_call_us``) and
+applied in the units of the trace diagnosed. The constants are the medians over the six
+compiled steps of ``tests/data/diagnose/compiled`` (one H200 host, torch 2.11, 2026-12-01,
+``scripts/h200/compiled_steps.py``; ``tests/diagnose/test_compiled_host.py`` recomputes them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiprof.analysis import intervals as iv
+from aiprof.diagnose.profiler_cost import estimated_overhead_us
+from aiprof.trace import Trace
+
+GENERATED_LAUNCH_CALLS = 4.58
+"""Host time per Triton kernel the generated code launches, in launch calls: median of the six
+compiled steps' medians (2.35-7.0; 26.0-48.1 µs; ``measure``, ``tests/data/diagnose/compiled``)."""
+EXTERN_OP_CALLS = 4.18
+"""Host time per extern op other than a convolution (a GEMM, an ATen fallback: its kernels)
+the generated code calls, in launch calls: median of the six compiled steps' medians
+(2.11-11.95; 23.3-92.9 µs; ``measure``)."""
+CONVOLUTION_OP_CALLS = 6.99
+"""Host time per extern convolution op (its cuDNN kernels), in launch calls: median of the
+three compiled steps with convolutions (6.71-9.60; 52.2-77.2 µs; ``measure``): cuDNN's
+engine and plan per call cost the host more than a cuBLAS GEMM's."""
+FORWARD_CALL_CALLS = 74.5
+"""Host time per call of a compiled forward graph beyond its ops' (guards, the runtime
+wrapper, the autograd function, the generated call's prologue up to its first launch), in
+launch calls: median of the six compiled steps' medians (31-254; 211-1,577 µs, more with more
+graph inputs; ``measure``)."""
+AUTOGRAD_FUNCTION_CALLS = 20.7
+"""The autograd function's own part of a forward call (``CompiledFunction`` beyond its graph
+call), in launch calls: median of the six compiled steps' (13-67; 91-419 µs; ``measure``).
+A forward call without autograd (inference) costs ``FORWARD_CALL_CALLS`` less this; no
+compiled inference step is recorded yet."""
+BACKWARD_CALL_CALLS = 54.0
+"""Host time per call of a compiled backward graph beyond its ops', in launch calls: median of
+the six compiled steps' medians (19-99; 139-733 µs; ``measure``)."""
+TRAINING_LAUNCHES_PER_KERNEL = 2.8
+"""Triton kernels a compiled training step launches per memory-bound kernel (or run of them)
+its eager step's model keeps (``compiled.fused_durations``): 2.53-3.32 on the four compiled
+training steps that compiled the whole step (bert_small 149 for 59, deeplabv3 504 for 152,
+resnet18_b4 153 for 58, vit_small 217 for 73; median 2.8): the forward writes what the
+backward reads, large reductions are split in two, and the backward's reductions (bias and
+normalization gradients) are kernels of their own. Not measured on inference."""
+
+CONVOLUTION_OP = re.compile(r"convolution")
+"""ATen's convolution ops (``aten::convolution``, ``aten::cudnn_convolution``,
+``aten::convolution_backward``)."""
+LAUNCH_CALL = re.compile(r"^(cuda|hip)LaunchKernel$")
+"""The runtime's kernel-launch call: the unit of the costs."""
+GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph")
+"""Inductor's annotation of one call of a compiled graph (``CompiledFxGraph.__call__``)."""
+FORWARD_REGION = re.compile(r"^Torch-Compiled Region")
+"""Dynamo's span of a call of a compiled frame (guards, runtime wrapper, forward graph)."""
+BACKWARD_REGION = re.compile(r"^CompiledFunctionBackward$")
+"""The autograd node of a compiled graph's backward."""
+AUTOGRAD_FUNCTION_REGION = re.compile(r"^CompiledFunction$")
+"""The autograd function of a compiled forward (inside ``FORWARD_REGION``)."""
+TRITON_KERNEL = re.compile(r"^triton_")
+AUTOGRAD_FUNCTION = re.compile(r"^autograd::engine::evaluate_function")
+ACCUMULATE_GRAD = re.compile(r"AccumulateGrad")
+
+Cost = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class CompiledHostCost:
+    """Host costs of one compiled step's trace, the profiler's cost taken out (medians, µs)."""
+
+    generated_launch_us: float | None
+    extern_op_us: float | None
+    """Per extern op other than a convolution."""
+    convolution_op_us: float | None
+    forward_call_us: float | None
+    backward_call_us: float | None
+    autograd_function_us: float | None
+    launch_call_us: float | None
+    """The trace's median ``cudaLaunchKernel`` call: the unit of the constants."""
+    num_graph_calls: int
+    profiler_overhead_us: float
+
+
+@dataclass(frozen=True)
+class HostCosts:
+    """The costs of compiled code on one trace's host, µs (the constants in its units)."""
+
+    generated_launch_us: float
+    extern_op_us: float
+    convolution_op_us: float
+    forward_call_us: float
+    inference_call_us: float
+    backward_call_us: float
+
+
+def host_costs(trace: Trace, fallback_launch_call_us: float) -> HostCosts:
+    """The constants in units of ``trace``'s median launch call (``fallback_launch_call_us``
+    where it has none)."""
+    unit = launch_call_us(trace) or fallback_launch_call_us
+    return HostCosts(GENERATED_LAUNCH_CALLS * unit, EXTERN_OP_CALLS * unit,
+                     CONVOLUTION_OP_CALLS * unit, FORWARD_CALL_CALLS * unit,
+                     (FORWARD_CALL_CALLS - AUTOGRAD_FUNCTION_CALLS) * unit,
+                     BACKWARD_CALL_CALLS * unit)
+
+
+def launch_call_us(trace: Trace) -> float | None:
+    """Median duration of the runtime calls that launched a kernel (``LAUNCH_CALL``)."""
+    rows = np.unique(trace.kernels.launch_row[trace.kernels.launch_row >= 0])
+    rows = rows[trace.strings.mask(trace.runtime.name_id[rows], LAUNCH_CALL)]
+    return float(np.median(trace.runtime.dur_us[rows])) if len(rows) else None
+
+
+def measure(trace: Trace) -> CompiledHostCost:
+    """The per-launch and per-call host costs of a trace of compiled steps (module docstring)."""
+    overhead = estimated_overhead_us(trace) or 0.0
+    ann, ops, rt, kernels = trace.annotations, trace.cpu_ops, trace.runtime, trace.kernels
+    events = np.sort(np.concatenate([ops.ts_us, rt.ts_us, ann.ts_us]))
+
+    def cost(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:  # the profiler's events out
+        return np.asarray((hi - lo) - overhead * (np.searchsorted(events, hi)
+                                                  - np.searchsorted(events, lo)))
+
+    launched = kernels.launch_row >= 0
+    launch = kernels.launch_row[launched]
+    generated = trace.strings.mask(kernels.name_id[launched], TRITON_KERNEL)
+    order = np.argsort(rt.ts_us[launch], kind="stable")
+    launch, generated = launch[order], generated[order]
+    ends = rt.ts_us[launch] + rt.dur_us[launch]
+    calls = np.flatnonzero(trace.strings.mask(ann.name_id, GRAPH_CALL))
+    per_launch: list[np.ndarray] = []
+    kinds: list[np.ndarray] = []
+    op_rows: list[np.ndarray] = []
+    inside_us = np.zeros(len(calls))
+    for i, a in enumerate(calls):
+        lo, hi = ann.ts_us[a], ann.ts_us[a] + ann.dur_us[a]
+        mine = np.flatnonzero((rt.ts_us[launch] >= lo) & (ends <= hi))
+        last = _last_of_each_op(rt.op_row[launch[mine]])
+        # from one op's last launch to the next one's: the first op's interval also holds the
+        # generated call's prologue, which is the call's cost
+        per_launch.append(cost(ends[mine][last][:-1], ends[mine][last][1:]))
+        kinds.append(generated[mine][last][1:])
+        op_rows.append(rt.op_row[launch[mine][last][1:]])
+        inside_us[i] = float(per_launch[-1].sum())
+    launch_us = np.concatenate(per_launch) if per_launch else np.zeros(0)  # per op
+    kind = np.concatenate(kinds) if kinds else np.zeros(0, dtype=bool)
+    op = np.concatenate(op_rows) if op_rows else np.zeros(0, dtype=np.int64)
+    conv = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_OP), False)[op]
+    return CompiledHostCost(
+        generated_launch_us=_median(launch_us[kind]),
+        extern_op_us=_median(launch_us[~kind & ~conv]),
+        convolution_op_us=_median(launch_us[~kind & conv]),
+        forward_call_us=_call_us(trace, FORWARD_REGION, calls, inside_us, cost),
+        backward_call_us=_call_us(trace, BACKWARD_REGION, calls, inside_us, cost),
+        autograd_function_us=_call_us(trace, AUTOGRAD_FUNCTION_REGION, calls,
+                                      cost(ann.ts_us[calls], ann.ts_us[calls] + ann.dur_us[calls]),
+                                      cost),
+        launch_call_us=launch_call_us(trace),
+        num_graph_calls=len(calls),
+        profiler_overhead_us=overhead,
+    )
+
+
+def _call_us(trace: Trace, region: re.Pattern[str], calls: np.ndarray, inside_us: np.ndarray,
+             cost: Cost) -> float | None:
+    """Median over the regions named ``region`` of their cost beyond ``inside_us`` of the graph
+    calls in them (their ops' intervals, or the whole calls)."""
+    ops, ann = trace.cpu_ops, trace.annotations
+    rows = np.flatnonzero(trace.strings.mask(ops.name_id, region))
+    if not len(rows):
+        return None
+    lo, hi = ops.ts_us[rows], ops.ts_us[rows] + ops.dur_us[rows]
+    total = cost(lo, hi)
+    at = ann.ts_us[calls]
+    launches = np.array([inside_us[(at >= a) & (at <= b)].sum() for a, b in zip(lo, hi,
+                                                                                 strict=True)])
+    return _median(total - launches)
+
+
+def _last_of_each_op(op_rows: np.ndarray) -> np.ndarray:
+    """Of launches in order, the last of each run launched by one CPU op (an extern op that
+    launches several kernels is one dispatch; a launch with no op is its own)."""
+    same = (op_rows[1:] == op_rows[:-1]) & (op_rows[1:] >= 0)
+    return np.flatnonzero(np.append(~same, True))
+
+
+def _median(values: np.ndarray) -> float | None:
+    return float(np.median(values)) if len(values) else None
+
+
+def backward_spans(trace: Trace) -> iv.Intervals:
+    """CPU spans of the autograd engine's backward functions (the backward of the step)."""
+    ops = trace.cpu_ops
+    pick = trace.strings.mask(ops.name_id, AUTOGRAD_FUNCTION)
+    return iv.union(ops.ts_us[pick], ops.ts_us[pick] + ops.dur_us[pick])
+
+
+def accumulate_grad_spans(trace: Trace) -> iv.Intervals:
+    """CPU spans of ``AccumulateGrad``: the engine runs it per parameter after a compiled
+    backward too (it stays eager)."""
+    ops = trace.cpu_ops
+    pick = trace.strings.mask(ops.name_id, ACCUMULATE_GRAD)
+    return iv.union(ops.ts_us[pick], ops.ts_us[pick] + ops.dur_us[pick])
+

@@ -1,0 +1,197 @@
+"""What a compiled step costs the host (``diagnose/compiled_host.py``, measured on the H200's
+compiled steps) and how the compile model applies it (``compiled_launches``, ``compiled``)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.support.kineto_synth import TraceBuilder
+
+from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
+from aiprof.diagnose import compiled_host as ch
+from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.replay import Change
+from aiprof.diagnose.rules import unfused_elementwise
+from aiprof.trace import Trace, load_trace
+
+COMPILED = Path(__file__).resolve().parents[1] / "data" / "diagnose" / "compiled"
+SUITE = COMPILED.parent / "counterfactual"
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>"
+BF16 = "c10::BFloat16"
+
+
+def compiled_steps() -> list[tuple[str, ch.CompiledHostCost]]:
+    doc = json.loads((COMPILED / "compiled_steps.json").read_text())
+    return [(w["workload"], ch.measure(load_trace(COMPILED / w["trace"])))
+            for w in doc["workloads"] if "trace" in w]
+
+
+def test_the_constants_are_the_medians_of_the_compiled_steps_in_launch_calls() -> None:
+    """GIVEN the six compiled steps recorded on the H200 (``scripts/h200/compiled_steps.py``),
+    WHEN each one's costs are read off its trace in units of its own launch call, THEN the
+    constants are their medians, and every step had its graph calls and a launch call."""
+    steps = compiled_steps()
+    assert len(steps) == 6 and all(c.num_graph_calls >= 2 and c.launch_call_us for _, c in steps)
+
+    def median(field: str) -> float:
+        values = [getattr(c, field) / c.launch_call_us for _, c in steps
+                  if getattr(c, field) is not None and c.launch_call_us]
+        return statistics.median(values)
+
+    assert median("generated_launch_us") == pytest.approx(ch.GENERATED_LAUNCH_CALLS, abs=0.01)
+    assert median("extern_op_us") == pytest.approx(ch.EXTERN_OP_CALLS, abs=0.01)
+    assert median("convolution_op_us") == pytest.approx(ch.CONVOLUTION_OP_CALLS, abs=0.01)
+    assert median("forward_call_us") == pytest.approx(ch.FORWARD_CALL_CALLS, abs=0.1)
+    assert median("backward_call_us") == pytest.approx(ch.BACKWARD_CALL_CALLS, abs=0.1)
+    assert median("autograd_function_us") == pytest.approx(ch.AUTOGRAD_FUNCTION_CALLS, abs=0.1)
+    # a graph call costs the host far more than a launch: the per-call costs are not noise
+    assert ch.FORWARD_CALL_CALLS > 10 * ch.GENERATED_LAUNCH_CALLS
+
+
+@pytest.mark.slow
+def test_a_compiled_training_step_launches_about_three_kernels_per_fused_one() -> None:
+    """GIVEN the four workloads whose whole step was compiled (one forward and one backward
+    graph), WHEN Inductor's Triton kernels in the compiled step are counted against the
+    memory-bound kernels (runs fused) the model keeps of the eager step, THEN the ratio is
+    ``TRAINING_LAUNCHES_PER_KERNEL`` (their median), 2.5-3.4 on each."""
+    from aiprof.diagnose.compiled import compiled_runs, eager_spans, launched_in
+    from aiprof.evaluation import load_suite
+
+    suite = {w.name: w for w in load_suite(SUITE)}
+    ratios = []
+    for name in ("bert_small_fp32_train", "deeplabv3_mnv3_mask_train", "resnet18_b4_train",
+                 "vit_small_fp32_train"):
+        eager = Context(load_trace(suite[name].trace if suite[name].trace.is_file()
+                                   else next(suite[name].trace.glob("*.trace.json.gz"))),
+                        DiagnoseOptions())
+        rows = eager.timeline.gpu_row[eager.timeline.gpu_row >= 0]
+        rows = rows[~launched_in(eager, rows, eager_spans(eager))]
+        ids = eager.trace.gpu_ops.name_id[rows]
+        mem = (eager.trace.strings.mask(ids, ELEMENTWISE)
+               & ~eager.trace.strings.mask(ids, GEMM_OR_CONV))
+        runs = compiled_runs(eager)
+        kept = int(mem.sum()) - sum(len(r) for r in runs) + len(runs)
+        compiled = load_trace(COMPILED / f"{name}.compiled.trace.json.gz")
+        k = compiled.kernels
+        triton = int(np.count_nonzero(compiled.strings.mask(k.name_id, ch.TRITON_KERNEL)
+                                      & (k.launch_row >= 0)))
+        ratios.append(triton / len(compiled.steps) / (kept / len(eager.trace.steps)))
+    assert all(2.4 < r < 3.5 for r in ratios), ratios
+    assert statistics.median(ratios) == pytest.approx(ch.TRAINING_LAUNCHES_PER_KERNEL, abs=0.05)
+
+
+def test_host_costs_scale_with_the_traces_launch_call(tmp_path: Path) -> None:
+    """The costs are in launch calls: a trace whose launch calls took twice as long (a slower
+    host) pays twice as much per generated kernel and per graph call."""
+    b = TraceBuilder()
+    b.kernel(ADD, 0.0, 10.0, 5.0, launch_dur=4.0)
+    slow = TraceBuilder()
+    slow.kernel(ADD, 0.0, 10.0, 5.0, launch_dur=8.0)
+    fast_costs = ch.host_costs(_trace(b, tmp_path / "fast.json.gz"), 1.0)
+    slow_costs = ch.host_costs(_trace(slow, tmp_path / "slow.json.gz"), 1.0)
+    assert slow_costs.generated_launch_us == pytest.approx(2 * fast_costs.generated_launch_us)
+    assert fast_costs.generated_launch_us == pytest.approx(4.0 * ch.GENERATED_LAUNCH_CALLS)
+    assert fast_costs.inference_call_us < fast_costs.forward_call_us
+
+
+def _trace(b: TraceBuilder, path: Path) -> Trace:
+    b.step(0, 0.0, 20.0)
+    return load_trace(b.write(path))
+
+
+def test_cpu_added_before_a_launch_delays_it_in_the_replay(tmp_path: Path) -> None:
+    """``Change.added_cpu_us``: host work put before a kernel's launch; on a host-bound step the
+    replay is longer by it."""
+    b = TraceBuilder()
+    for k in range(10):
+        b.kernel(ADD, 20.0 * k, 20.0 * k + 8.0, 4.0)
+    b.step(0, 0.0, 200.0)
+    ctx = Context(load_trace(b.write(tmp_path / "t.json.gz")),
+                  DiagnoseOptions(profiler_overhead_us=0.0))
+    row = int(ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0][3])
+    from aiprof.diagnose.replay import replay
+
+    longer = replay(ctx.timeline, Change(added_cpu_us={row: 100.0}))
+    assert longer - ctx.base_us == pytest.approx(100.0, abs=1.0)
+
+
+def test_compile_pads_a_misaligned_gemm_as_inductor_does(tmp_path: Path) -> None:
+    """GIVEN a bf16 GEMM with N = 50257 (not a multiple of 8) at a third of its aligned twin's rate,
+    WHEN the step is replayed under compile, THEN the GEMM runs at its padded shape's time
+    (Inductor's pad_mm), like ``misaligned_shapes``' roof; the aligned one is unchanged."""
+    mis = {"Input Dims": [[4096, 1024], [1024, 50257]], "Input type": [BF16, BF16]}
+    ok = {"Input Dims": [[4096, 1024], [1024, 50304]], "Input type": [BF16, BF16]}
+    x = {"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": [BF16, BF16]}
+    b = TraceBuilder()
+    b.synced_steps([(GEMM, "aten::mm", ok, 500.0), (ADD, "aten::add", x, 30.0),
+                    (MUL, "aten::mul", x, 30.0), (GEMM, "aten::mm", mis, 1500.0)])
+    ctx = Context(load_trace(b.write(tmp_path / "t.json.gz")),
+                  DiagnoseOptions(profiler_overhead_us=0.0))
+    change = unfused_elementwise.change(ctx)
+    assert change is not None
+    gpu = ctx.trace.gpu_ops
+    gemms = [r for r in np.flatnonzero(gpu.dur_us > 300) if ctx.trace.name(
+        int(gpu.name_id[r])) == GEMM]
+    padded = {float(gpu.dur_us[r]): change.gpu_dur_us.get(int(r)) for r in gemms}
+    assert padded[500.0] is None  # aligned: not touched
+    assert padded[1500.0] == pytest.approx(500.0 * 50264 / 50304, rel=0.02)  # padded to 50264
+
+
+def test_the_loops_work_after_the_backward_stays_eager(tmp_path: Path) -> None:
+    """GIVEN a backward, then per-parameter norms (a run of memory-bound kernels) before the
+    optimizer's step, WHEN compile(model) is replayed, THEN that run is not fused: the model's
+    work ends with its backward (``compiled.after_backward``)."""
+    from aiprof.diagnose.compiled import after_backward, compiled_runs
+
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(2):
+        start = t
+        b.cpu_op("autograd::engine::evaluate_function: MmBackward0", t, 40.0)
+        for k in range(3):  # the backward's own run: fused
+            b.kernel(ADD if k % 2 else MUL, t + 2.0 + 10 * k, t + 50.0 + 10 * k, 5.0)
+        t += 60.0
+        for k in range(4):  # the loop's norms after the backward
+            b.kernel(ADD if k % 2 else MUL, t + 10.0 * k, t + 100.0 + 10 * k, 5.0)
+        t += 60.0
+        b.annotation("Optimizer.step#AdamW.step", t, 20.0)
+        t += 30.0
+        b.step(s, start, t - start)
+        t += 5.0
+    ctx = Context(load_trace(b.write(tmp_path / "t.json.gz")),
+                  DiagnoseOptions(profiler_overhead_us=0.0))
+    spans = after_backward(ctx)
+    assert len(spans[0]) == 2 and np.allclose(spans[1] - spans[0], 80.0)
+    runs = compiled_runs(ctx)
+    assert sorted(len(r) for r in runs) == [3, 3]
+
+
+def test_an_op_that_waited_inside_keeps_its_time_under_compile(tmp_path: Path) -> None:
+    """GIVEN a step whose convolution's first call spent 50 ms in cuDNN's benchmark (a long
+    extern op), WHEN compile is replayed, THEN that time stays (the generated code makes the
+    same ATen call): the gain is at most the rest of the step."""
+    conv = "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"
+    b = TraceBuilder()
+    t = 0.0
+    for s in range(2):
+        start = t
+        ext = b.cpu_op("aten::cudnn_convolution", t, 50_000.0 if s == 0 else 30.0)
+        t += 50_000.0 if s == 0 else 30.0
+        b.kernel(conv, t - 5.0, t + 10.0, 50.0, external=ext)
+        for k in range(4):
+            b.cpu_op("aten::add", t, 20.0)
+            b.kernel(ADD if k % 2 else MUL, t + 2.0, t + 70.0 + 10 * k, 5.0)
+            t += 25.0
+        b.step(s, start, t - start + 150.0)
+        t += 160.0
+    ctx = Context(load_trace(b.write(tmp_path / "t.json.gz")),
+                  DiagnoseOptions(profiler_overhead_us=0.0))
+    change = unfused_elementwise.change(ctx)
+    assert change is not None
+    assert ctx.gain_pct(change) < 100.0 * 1000.0 / ctx.base_us  # the 50 ms stay
