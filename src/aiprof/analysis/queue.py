@@ -137,7 +137,9 @@ def _stream(
     p25, p50, p75 = np.percentile(length, [25, 50, 75])
     # segments [ts[i], ts[i+1]) hold length[i]; before the first and after the last: empty
     seg_start, seg_end = ts[:-1], ts[1:]
-    covered = _coverage(window, seg_end) - _coverage(window, seg_start)
+    coverage = _coverage(window, ts)  # at every point once: each segment's ends are points
+    covered = coverage[1:] - coverage[:-1]
+    del coverage
     window_us = iv.length(window)
     waiting = iv.union(seg_start[length[:-1] > 0], seg_end[length[:-1] > 0])
     empty_us = window_us - iv.length(iv.intersect(waiting, window))
