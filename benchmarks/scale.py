@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import statistics
 import sys
@@ -163,7 +164,8 @@ def argv_for(command: str, target: Path, out_dir: Path) -> list[str]:
 
 def run_point(target: Path, raw_mb: float, commands: list[str], out_dir: Path) -> dict:
     """Time and measure every command and the floor on one target."""
-    row: dict = {"raw_mb": raw_mb, "commands": {}}
+    row: dict = {"raw_mb": raw_mb, "commands": {}, "began_utc": _utc(),
+                 "load_avg_begin": os.getloadavg()[0]}
     floor = measure(sys.executable, FLOOR, target)
     row["floor_s"] = floor["seconds"]
     row["floor_cpu_s"] = floor["cpu_s"]
@@ -173,8 +175,13 @@ def run_point(target: Path, raw_mb: float, commands: list[str], out_dir: Path) -
         timed = measure(sys.executable, RUN_COMMAND, Path(joined))
         pss = peak_tree_pss_mib(sys.executable, RUN_COMMAND, Path(joined))
         row["commands"][command] = {"seconds": timed["seconds"], "cpu_s": timed["cpu_s"],
-                                    "pss_mib": pss}
+                                    "pss_mib": pss, "load_avg_after": os.getloadavg()[0]}
+    row["ended_utc"] = _utc()
     return row
+
+
+def _utc() -> str:
+    return time.strftime("%H:%M:%S", time.gmtime())
 
 
 def _print_rows(label: str, key: str, rows: list[dict], commands: list[str]) -> None:
@@ -187,6 +194,9 @@ def _print_rows(label: str, key: str, rows: list[dict], commands: list[str]) -> 
             for c in commands
         )
         print(f"{row[key]:>8.0f} {_cell(row['floor_s'], row['floor_cpu_s']):>11} {cells}")
+        loads = [row["load_avg_begin"]] + [row["commands"][c]["load_avg_after"] for c in commands]
+        print(f"{'':>8} {row['began_utc']}-{row['ended_utc']} UTC, load average "
+              + " ".join(f"{v:.1f}" for v in loads) + _of_summary(row["commands"]))
     if len(rows) > 1:
         xs = [row[key] for row in rows]
         for what, field in (("wall time", "seconds"), ("CPU time", "cpu_s"),
@@ -200,20 +210,33 @@ def _print_rows(label: str, key: str, rows: list[dict], commands: list[str]) -> 
             print(f"growth exponent of {what} over {key}: {fits}{tail}")
 
 
+def _of_summary(cells: dict) -> str:
+    """Each command's wall and CPU time over summary's in the same point (the issue's 2x)."""
+    base = cells.get("summary")
+    if base is None:
+        return ""
+    ratios = [f"{c} {v['seconds'] / base['seconds']:.2f}x wall, "
+              f"{v['cpu_s'] / base['cpu_s']:.2f}x CPU" for c, v in cells.items() if c != "summary"]
+    return "; of summary's: " + ", ".join(ratios) if ratios else ""
+
+
 def _cell(wall_s: float, cpu_s: float) -> str:
     return f"{wall_s:.2f}/{cpu_s:.2f}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes-mb", type=float, nargs="+", default=[50, 100, 200])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--sizes-mb", type=float, nargs="*", default=[50, 100, 200],
+                        help="sizes of the one-rank traces (none: no one-rank point)")
+    parser.add_argument("--ranks", type=int, nargs="*", default=[1, 2, 4],
+                        help="rank counts of the rank sweep (none: no rank point)")
     parser.add_argument("--commands", nargs="+", choices=COMMANDS, default=list(COMMANDS))
     parser.add_argument("--keep", type=Path, help="write the traces here and keep them")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, {cores()} cores; {time.strftime('%Y-%m-%d %H:%M UTC')}")
+          f"{platform.python_version()}, {cores()} cores; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     with tempfile.TemporaryDirectory(prefix="aiprof-scale-") as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
@@ -225,7 +248,8 @@ def main() -> int:
                 write_trace(path, size)
             row = run_point(path, path.stat().st_size / 1e6, args.commands, out_dir)
             single_rows.append(row)
-        _print_rows("one rank (raw JSON MB)", "raw_mb", single_rows, args.commands)
+        if single_rows:
+            _print_rows("one rank (raw JSON MB)", "raw_mb", single_rows, args.commands)
         rank_rows = []
         for ranks in args.ranks:
             folder = root / f"ranks-{ranks}"
@@ -238,7 +262,8 @@ def main() -> int:
                             args.commands, out_dir)
             row["ranks"] = ranks
             rank_rows.append(row)
-        _print_rows(f"ranks of {RANK_MB:g} MB", "ranks", rank_rows, args.commands)
+        if rank_rows:
+            _print_rows(f"ranks of {RANK_MB:g} MB", "ranks", rank_rows, args.commands)
     if args.json:
         args.json.write_text(json.dumps({"single": single_rows, "ranks": rank_rows}, indent=2))
     return 0

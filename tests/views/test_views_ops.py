@@ -130,13 +130,13 @@ def test_op_view_groups_by_table_and_by_sort_alike(public_traces: Path,
 
     from tests.conftest import require
 
-    from aiprof.analysis import ops
+    from aiprof.analysis import groups, ops
 
     trace = load_trace(require(public_traces / "df_index_resolver" / "df_index_resolver.json.gz"))
     for by_shape in (False, True):
         dense = ops.op_view(trace, by_shape=by_shape).rows
         with monkeypatch.context() as patch:
-            patch.setattr(ops, "DENSE_KEYS_PER_SPAN", -10**12)  # always the sort
+            patch.setattr(groups, "DENSE_KEYS_PER_SPAN", -10**12)  # always the sort
             assert ops.op_view(trace, by_shape=by_shape).rows == dense
         spans = ops.op_spans(trace)
         totals: dict[tuple[int, int, int], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiprof.analysis.groups import groups
+
 
 @dataclass(frozen=True, eq=False)
 class SpanTree:
@@ -108,6 +110,6 @@ def _point_order(tid: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray) -> np.n
 
 def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid) pair."""
-    _, pid_rank = np.unique(pid, return_inverse=True)
-    tids, tid_rank = np.unique(tid, return_inverse=True)
-    return (pid_rank.astype(np.int64) * max(len(tids), 1) + tid_rank).ravel()
+    _, pid_rank = groups(pid)
+    tids, tid_rank = groups(tid)
+    return np.asarray(pid_rank.astype(np.int64) * max(len(tids), 1) + tid_rank).ravel()

@@ -15,7 +15,9 @@ EMPTY: Intervals = (np.zeros(0), np.zeros(0))
 def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     """Merge possibly overlapping intervals into sorted disjoint ones (empty ones dropped)."""
     keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
+    if not keep.all():  # else the arrays as given (read only below): no copy of every span
+        starts, ends = starts[keep], ends[keep]
+    del keep
     if len(starts) == 0:
         return EMPTY
     if len(starts) > 1 and not np.all(starts[1:] >= starts[:-1]):  # often already in order

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from aiprof.analysis.frames import data_frame
+from aiprof.analysis.groups import groups
 from aiprof.analysis.kernel_kinds import FP32_CUDA_CORE, GEMM_OR_CONV, TENSOR_CORE
 from aiprof.trace import Trace
 
@@ -84,7 +85,7 @@ def kernel_view(trace: Trace) -> KernelView:
     ids, dur = kernels.name_id, kernels.dur_us
     if len(ids) == 0:
         return KernelView(trace.rank, trace.path, 0.0, 0.0, 0.0, [])
-    distinct, group = np.unique(ids, return_inverse=True)
+    distinct, group = groups(ids)
     count = np.bincount(group)
     total = np.bincount(group, weights=dur)
     low = np.full(len(distinct), np.inf)

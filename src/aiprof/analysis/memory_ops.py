@@ -79,6 +79,8 @@ UNATTRIBUTED = "[memory]"
 def memory_by_op(trace: Trace) -> MemoryView:
     """Every device's curve, peak and ops (see the module docstring)."""
     mem = trace.memory
+    if len(mem) == 0:  # no curve: the CPU forest is not searched for owners
+        return MemoryView(trace.rank, trace.path, [])
     order = np.argsort(mem.ts_us, kind="stable")
     ts, nbytes, addr = mem.ts_us[order], mem.bytes[order], mem.addr[order]
     names = _owner_names(trace, order)

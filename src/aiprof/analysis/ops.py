@@ -26,6 +26,7 @@ import numpy as np
 
 from aiprof.analysis.cpu_forest import CpuForest, cpu_forest
 from aiprof.analysis.frames import data_frame
+from aiprof.analysis.groups import groups
 from aiprof.trace import Trace
 
 KINDS = ("op", "annotation", "runtime")
@@ -115,12 +116,6 @@ def _span_times(trace: Trace, forest: CpuForest) -> Iterator[np.ndarray]:
     yield tree.sum_subtree(self_gpu)
 
 
-DENSE_KEYS_PER_SPAN = 4
-"""Group keys are counted in a dense table (``np.bincount``) while their range is at most this
-many times the spans (a name, kind and shapes key of a trace is far below), else grouped by a
-sort (``np.unique``): the table's and the sort's results are the same groups in the same order."""
-
-
 def op_view(trace: Trace, *, by_shape: bool = False) -> OpView:
     """Per op name (and input shapes with ``by_shape``): counts and the four times.
 
@@ -143,7 +138,7 @@ def op_view(trace: Trace, *, by_shape: bool = False) -> OpView:
     name_id = forest.name_id.astype(np.int64)  # int32 columns: the key needs 64 bits
     keys = (name_id * len(KINDS) + kind) * radix + shapes + 1
     del name_id, kind, shapes
-    present, group = _groups(np.where(keep, keys, -1))
+    present, group = groups(np.where(keep, keys, -1))
     del keys
     folded = int(present[0] < 0)  # the folded spans' group (key -1) comes first
     present = present[folded:]
@@ -165,15 +160,3 @@ def op_view(trace: Trace, *, by_shape: bool = False) -> OpView:
     ]
     rows.sort(key=lambda r: (-r.self_cpu_us, -r.self_gpu_us, r.name))
     return OpView(trace.rank, trace.path, by_shape, rows)
-
-
-def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``keys`` (ascending; -1 allowed) and each key's index among them."""
-    low, high = int(keys.min()), int(keys.max())
-    if high - low > DENSE_KEYS_PER_SPAN * len(keys) + 1024:
-        present, group = np.unique(keys, return_inverse=True)
-        return present, group.ravel()
-    offset = keys - low
-    seen = np.bincount(offset) > 0
-    index = np.cumsum(seen) - 1
-    return np.flatnonzero(seen) + low, index[offset]

@@ -100,5 +100,9 @@ def in_window(ts_us: np.ndarray, window: iv.Intervals) -> np.ndarray:
     starts, ends = window
     if len(starts) == 0:
         return np.zeros(len(ts_us), dtype=bool)
-    index = np.searchsorted(starts, ts_us, side="right") - 1
-    return (index >= 0) & (ts_us <= ends[np.maximum(index, 0)])
+    index = np.searchsorted(starts, ts_us, side="right")  # intervals starting at or before
+    inside = index > 0
+    index -= 1  # in place: a pass over every event makes two arrays of its length, not six
+    np.maximum(index, 0, out=index)
+    inside &= ts_us <= ends[index]
+    return inside

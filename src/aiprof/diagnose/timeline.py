@@ -6,6 +6,7 @@ import numpy as np
 
 from aiprof.analysis.allocator import AllocatorResult
 from aiprof.analysis.gpu_window import gpu_window
+from aiprof.analysis.groups import groups
 from aiprof.analysis.step_breakdown import in_window
 from aiprof.analysis.sync import SyncPoints
 from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
@@ -45,7 +46,7 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     launch_kind = np.where(blocking, BLOCKING_LAUNCH, LAUNCH).astype(np.int64)
     sync_calls = np.concatenate([syncs.call_row[syncs.gpu_row < 0], allocator.free_rows])
     keys = ops.device[rows].astype(np.int64) * (1 << 32) + ops.stream[rows]
-    unique_keys, stream = np.unique(keys, return_inverse=True)
+    unique_keys, stream = groups(keys)
     submitted = np.where(blocking, issue_start, issue_end)
     op_kind = _op_kind(trace, rows)
     latency = _latency(trace, rows, submitted, blocking)
@@ -98,9 +99,12 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
 
 def _recorded_starts(trace: Trace, window: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """Sorted starts of the CPU ops and runtime calls inside the steps (the profiler's events
-    on the CPU side, each with its own recording cost)."""
+    on the CPU side, each with its own recording cost). Each table is in time order as read,
+    so a stable sort (timsort) merges two runs: 2 ms against 40 ms for numpy's default sort on
+    the 250 MB synthetic trace (2-core VM, 2026-12-01); the same floats whatever the order."""
     ops, rt = trace.cpu_ops.ts_us, trace.runtime.ts_us
-    return np.sort(np.concatenate([ops[in_window(ops, window)], rt[in_window(rt, window)]]))
+    both = np.concatenate([ops[in_window(ops, window)], rt[in_window(rt, window)]])
+    return np.sort(both, kind="stable")
 
 
 def _own_call_us(
