@@ -38,3 +38,15 @@ def test_between_on_edges() -> None:
     assert iv.length(iv.between(normalized, 0.5, 5.5)) == 0.5 + 1.0 + 0.5
     assert iv.between(normalized, 4.0, 3.0)[0].size == 0  # an inverted window
     assert iv.between(iv.EMPTY, 0.0, 1.0)[0].size == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(times, times), max_size=40), st.lists(times, min_size=1, max_size=20))
+def test_covered_before_is_the_length_of_the_set_up_to_each_time(
+        pairs: list[tuple[float, float]], at: list[float]) -> None:
+    starts = np.array([min(a, b) for a, b in pairs], dtype=float)
+    ends = np.array([max(a, b) for a, b in pairs], dtype=float)
+    spans = iv.union(starts, ends)
+    low = min([*at, *starts.tolist()]) - 1.0
+    expected = [iv.length(iv.between(spans, low, t)) for t in at]
+    assert np.allclose(iv.covered_before(spans, np.array(at)), expected, atol=1e-9)

@@ -138,7 +138,7 @@ def _stream(
     p25, p50, p75 = np.percentile(length, [25, 50, 75])
     # segments [ts[i], ts[i+1]) hold length[i]; before the first and after the last: empty
     seg_start, seg_end = ts[:-1], ts[1:]
-    coverage = _coverage(window, ts)  # at every point once: each segment's ends are points
+    coverage = iv.covered_before(window, ts)  # at every point once: each segment's ends are points
     covered = coverage[1:] - coverage[:-1]
     del coverage
     window_us = iv.length(window)
@@ -165,26 +165,6 @@ def _stream(
         empty_pct=empty_us * pct,
         empty_idle_pct=empty_idle_us * pct,
     )
-
-
-def _coverage(window: iv.Intervals, at: np.ndarray) -> np.ndarray:
-    """|window ∩ (-inf, t]| for each t (the window normalized)."""
-    starts, ends = window
-    if len(starts) == 0:
-        return np.zeros(len(at))
-    before = np.concatenate([[0.0], np.cumsum(ends - starts)])
-    i = np.searchsorted(starts, at, side="right")  # intervals starting at or before t
-    some = i > 0
-    i -= 1  # the same arithmetic in place: three arrays of the points' length alive, not eight
-    last = np.maximum(i, 0, out=i)
-    partial = np.minimum(at, ends[last])
-    partial -= starts[last]
-    partial[~some] = 0.0
-    np.maximum(partial, 0.0, out=partial)
-    covered = before[last]
-    covered *= some
-    covered += partial
-    return covered
 
 
 def _keys(device: np.ndarray, stream: np.ndarray) -> np.ndarray:

@@ -149,29 +149,8 @@ def combine(*changes: Change) -> Change:
 
 def covered_between(intervals: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Length of ``intervals`` (normalized) inside each ``[lo, hi]`` (vectorized)."""
-    starts, ends = intervals
-    if len(starts) == 0:
-        return np.zeros(len(lo))
-    lengths = ends - starts
-    cumulative = np.concatenate([[0.0], np.cumsum(lengths)])
-
-    def before(t: np.ndarray) -> np.ndarray:
-        # the same arithmetic as the expression it replaces, in place: a few arrays of the
-        # timeline's length alive at once, not ten (storage only)
-        i = np.searchsorted(starts, t, side="right")
-        some = i > 0
-        last = np.maximum(i - 1, 0, out=i)
-        inside = t - starts[last]
-        np.minimum(inside, lengths[last], out=inside)
-        inside[~some] = 0.0
-        np.maximum(inside, 0.0, out=inside)
-        out = cumulative[last]
-        out *= some
-        out += inside
-        return out
-
-    covered = before(hi)
-    covered -= before(lo)
+    covered = iv.covered_before(intervals, hi)
+    covered -= iv.covered_before(intervals, lo)
     np.maximum(covered, 0.0, out=covered)
     return covered
 
