@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -385,9 +386,15 @@ LATER = {
 }
 
 
+@cache
+def later_doc(run):
+    """One later run's document, read once."""
+    return json.loads(DATA.with_name(LATER[run]["file"]).read_text())
+
+
 @pytest.fixture(scope="module", params=sorted(LATER))
 def later(request):
-    return request.param, json.loads(DATA.with_name(LATER[request.param]["file"]).read_text())
+    return request.param, later_doc(request.param)
 
 
 def _xfail_if(miss, run):
@@ -407,7 +414,7 @@ def test_the_later_runs_are_h200_runs_with_every_part(later):
                  marks=_xfail_if(LATER[run]["bound"].get(key), run))
     for run in sorted(LATER) for key in RUNS])
 def test_the_later_runs_serve_80_pct_of_capacity_within_the_p99_bound(run, key):
-    document = json.loads(DATA.with_name(LATER[run]["file"]).read_text())
+    document = later_doc(run)
     test_serves_80_pct_of_capacity_within_the_p99_bound(_by_model(document), key)
 
 
@@ -417,7 +424,7 @@ def test_the_later_runs_serve_80_pct_of_capacity_within_the_p99_bound(run, key):
     for run in sorted(LATER) for label in ("40% of capacity", "80% of capacity")
     for key in RUNS])
 def test_the_later_simulators_within_10_pct_of_the_real_batcher(run, key, label):
-    document = json.loads(DATA.with_name(LATER[run]["file"]).read_text())
+    document = later_doc(run)
     test_simulator_within_10_pct_of_the_real_batcher(_by_model(document), key, label)
 
 
@@ -435,7 +442,7 @@ def test_the_model_threads_trip_is_what_the_group_path_costs_over_an_echo():
     cost over an echo from a thread (the trip to a model thread and back, the grouping) is
     more than that echo's cost over answering from the loop: the trip, not the socket, is what
     keeps the group path over 50 us."""
-    document = json.loads(DATA.with_name(LATER["21:48"]["file"]).read_text())
+    document = later_doc("21:48")
     paths = document["serving_overhead"]["paths"]
     order = ["echo", "echo via a thread", "group", "per request"]
     assert sorted(paths) == sorted(order)
@@ -454,7 +461,7 @@ def test_fresh_dispatch_costs_less_than_queueing_in_every_pair():
     the same arrivals, 1.16-1.36x less CPU per request in each of the three pairs, and with
     every batch of one request (the same batches on both sides) less of the loop's CPU in each
     pair; nothing lost or answered twice."""
-    document = json.loads(DATA.with_name(LATER["22:55"]["file"]).read_text())
+    document = later_doc("22:55")
     overhead = document["serving_overhead"]
     group, queued = overhead["paths"]["group"], overhead["paths"]["group, queued"]
     assert len(group) == len(queued) == 3
@@ -472,5 +479,5 @@ def test_fresh_dispatch_costs_less_than_queueing_in_every_pair():
 @pytest.mark.parametrize("run", [pytest.param(run, marks=_xfail_if(LATER[run]["overhead"], run))
                                  for run in sorted(LATER)])
 def test_the_later_serving_overhead_is_under_50_us_per_request(run):
-    document = json.loads(DATA.with_name(LATER[run]["file"]).read_text())
+    document = later_doc(run)
     assert document["serving_overhead"]["server_cpu_us_per_request"] < 50
