@@ -5,14 +5,24 @@ channel over strided planes (``batch_norm_collect_statistics_kernel``, grid = ch
 backward of one block per channel (``batch_norm_backward_kernel``); with few channels and large
 planes they fill a few SMs. In NHWC the channels are the contiguous dimension and PyTorch's
 ``*_channels_last_kernel``\\ s spread the reduction over every SM
-(``aten/src/ATen/native/cuda/Normalization.cuh``). The model (aiprof's): with ``channels_last`` a
-BatchNorm kernel takes at most its roofline time, the bytes those kernels move over the DRAM
-bandwidth: forward in training, the statistics read the input and the transform reads it again
-and writes the output (3 x the tensor; 2 x in eval mode, the statistics are the running ones);
-backward, the reduction reads the input and the output gradient and the elementwise kernel
-reads both again and writes the input gradient (5 x). The tensor's size and layout come from
-the op's recorded shapes and strides (record_shapes); without them nothing is modelled. A
-kernel already at or under that time keeps its duration.
+(``aten/src/ATen/native/cuda/Normalization.cuh``). The bytes those kernels move: forward in
+training, the statistics read the input and the transform reads it again and writes the output
+(3 x the tensor; 2 x in eval mode, the statistics are the running ones); backward, the
+reduction reads the input and the output gradient and the elementwise kernel reads both again
+and writes the input gradient (5 x). ``nchw_batch_norm_durations`` gives each kernel that
+roofline (the bytes over the DRAM bandwidth), the bound ``torch.compile``'s model uses.
+``nhwc_batch_norm_durations`` is what ``channels_last`` gives: PyTorch's ``*_channels_last``
+kernels do not reach the roofline. On the H200 they move their bytes at
+``NHWC_BATCH_NORM_BANDWIDTH_FRACTION`` of the datasheet bandwidth and take
+``NHWC_BATCH_NORM_US_PER_KERNEL`` more per kernel (3 kernels a training forward: the running
+statistics' update, the statistics, the transform; 2 a backward: reduce, elementwise), a
+least-squares fit over the 204 BatchNorm ops of the two channels_last twins in
+``tests/data/diagnose/fix_twins/`` (EfficientNet-B0 and DeepLabV3-MobileNetV3 training,
+``scripts/h200/fix_twins.py``, 2026-12-01; each workload alone gives 1.95-2.10 TB/s and
+3.6-6.8 µs; ``tests/diagnose/test_nhwc_batch_norm.py`` refits it). The roofline alone made the
+NHWC BatchNorms 3.3 times faster than they ran there. The tensor's size and layout come from
+the op's recorded shapes and strides (record_shapes); without them nothing is modelled. An op
+whose kernels already take at most the modelled time keeps their durations.
 
 **Depthwise convolutions.** PyTorch runs an NCHW bf16/FP32 depthwise convolution with its own
 kernels (``conv_depthwise2d_*``, ``conv_depthwise3d_*``: ``aten::_conv_depthwise2d``), and a
@@ -48,6 +58,16 @@ EVAL_PASSES = 2.0
 """Eval-mode BatchNorm forward: read x, write y (running statistics)."""
 BACKWARD_PASSES = 5.0
 """Backward BatchNorm in NHWC: reduce (read x, dy), elementwise (read x, dy, write dx)."""
+NHWC_BATCH_NORM_BANDWIDTH_FRACTION = 0.41
+"""Share of the datasheet DRAM bandwidth PyTorch's channels_last BatchNorm kernels reach: 1.95
+TB/s of the H200's 4.8 (fit over tests/data/diagnose/fix_twins/*.channels_last traces)."""
+NHWC_BATCH_NORM_US_PER_KERNEL = 4.9
+"""Fixed time per channels_last BatchNorm kernel on the H200 (the same fit)."""
+NHWC_KERNELS = {TRAINING_PASSES: 3, EVAL_PASSES: 1, BACKWARD_PASSES: 2}
+"""Kernels an NHWC BatchNorm launches, by its passes (the channels_last twins' traces: forward
+in training ``unrolled_elementwise`` + ``*_collect_statistics_channels_last`` +
+``*_transform_input_channels_last``; backward ``*_backward_reduce_channels_last`` +
+``*_backward_elemt_channels_last``; eval mode the transform alone)."""
 TRAINING_ARG = 5
 """Index of ``training`` in ``native_batch_norm``/``cudnn_batch_norm``/``batch_norm``'s args."""
 
@@ -102,6 +122,27 @@ def nchw_batch_norm_durations(trace: Trace, bandwidth: float) -> dict[int, float
     return new
 
 
+def nhwc_batch_norm_durations(trace: Trace, bandwidth: float) -> dict[int, float]:
+    """BatchNorm kernels of 4-D NCHW tensors at the time PyTorch's channels_last kernels take
+    for the same op (the module docstring), each op's kernels scaled alike."""
+    ops = trace.gpu_ops
+    by_op: dict[int, list[int]] = {}
+    for row in batch_norm_rows(trace).tolist():
+        by_op.setdefault(int(ops.op_row[row]), []).append(row)
+    new: dict[int, float] = {}
+    for op, rows in by_op.items():
+        shape = _bytes_and_passes(trace, op)
+        if shape is None:
+            continue
+        size_bytes, passes = shape
+        modelled_us = (passes * size_bytes / (NHWC_BATCH_NORM_BANDWIDTH_FRACTION * bandwidth) * 1e6
+                       + NHWC_KERNELS[passes] * NHWC_BATCH_NORM_US_PER_KERNEL)
+        now_us = float(ops.dur_us[rows].sum())
+        if modelled_us < now_us:
+            new.update({row: float(ops.dur_us[row]) * modelled_us / now_us for row in rows})
+    return new
+
+
 def aten_depthwise_rows(trace: Trace) -> np.ndarray:
     """Kernels of PyTorch's own (NCHW) depthwise convolutions inside the steps: under
     ``channels_last`` cuDNN runs these convolutions instead, at a time the trace does not show."""
@@ -132,13 +173,21 @@ def _nchw_dims(trace: Trace, op: int) -> list[int] | None:
     return dims
 
 
-def _roof_us(trace: Trace, op: int, bandwidth: float) -> float | None:
-    """The op's BatchNorm roofline (µs) for its first input, if it is a 4-D NCHW tensor."""
+def _bytes_and_passes(trace: Trace, op: int) -> tuple[int, float] | None:
+    """The op's first input's size in bytes and its passes, if it is a 4-D NCHW tensor."""
     cpu = trace.cpu_ops
-    name = trace.name(int(cpu.name_id[op]))
     dims = _nchw_dims(trace, op)
     if dims is None:
         return None
     types = trace.json_value(int(cpu.input_types_id[op])) if cpu.input_types_id[op] >= 0 else []
     elem = 2 if any(t in ("c10::BFloat16", "c10::Half") for t in (types or [])[:1]) else 4
-    return _passes(trace, op, name) * prod(dims) * elem / bandwidth * 1e6
+    return prod(dims) * elem, _passes(trace, op, trace.name(int(cpu.name_id[op])))
+
+
+def _roof_us(trace: Trace, op: int, bandwidth: float) -> float | None:
+    """The op's BatchNorm roofline (µs) for its first input, if it is a 4-D NCHW tensor."""
+    shape = _bytes_and_passes(trace, op)
+    if shape is None:
+        return None
+    size_bytes, passes = shape
+    return passes * size_bytes / bandwidth * 1e6
