@@ -8,12 +8,15 @@ batcher open-loop at 40% and 80% of capacity and closed-loop at 1-64 clients wit
 beside each, the batches' costs under load, the SLO tuner's policy checked by a real run, a 10x
 overload, the bare eager forward curve for reference, and the serving process's CPU per request at
 5,000 req/s with a model that costs nothing (the serving path, and the per-request path before it
-as the baseline, in turn). The loads are served with the preferred batch sizes and instance count
-the simulator chose from the curve (``BenchConfig.choose_preferred``). One JSON under
-$OUT/serving/ (and a log);
-every model and precision catches its own errors, and no new one starts past --budget-s.
+as the baseline, in turn), and what assembling a batch of the model's inputs costs the host each
+way, alone and under load (``benchmarks/host_assembly.py``; the loads are served with
+``--assembly``, default ``take``). The loads are served with the preferred batch sizes and
+instance count the simulator chose from the curve (``BenchConfig.choose_preferred``). One JSON
+under $OUT/serving/ (and a log); every model and precision catches its own errors, and no new one
+starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
+        [--assembly take|gather|direct]
     OUT=smoke-out PYTHONPATH=src python3 scripts/h200/serving_bench.py --smoke   # tiny, any device
 """
 
@@ -166,8 +169,19 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
     return out
 
 
+def assembly_costs(inputs: Any, smoke: bool, device: str) -> dict[str, Any]:
+    """benchmarks/host_assembly.py on this model's inputs: every way of assembling a batch,
+    alone and under load (the engine serves with one of them, ``--assembly``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from host_assembly import run as assembly_run
+
+    sizes = (1, 4) if smoke else (1, 8, 32)
+    return plain(assembly_run(tuple(inputs.shape[1:]), inputs.dtype, sizes, 10 if smoke else 60,
+                              500.0, device))
+
+
 def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float,
-            log: Any, instances: int = 2) -> dict[str, Any]:
+            log: Any, instances: int = 2, assembly: str = "take") -> dict[str, Any]:
     """Everything for one model in one precision."""
     config = SMOKE if smoke else FULL
     dtype = getattr(torch, dtype_name)
@@ -176,23 +190,29 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
     inputs = registered_inputs(make_input, SLOTS, dtype)
     forward = measure_curve(model, lambda b: inputs[:b], config.batch_sizes, device=device,
                             warmup=config.warmup, iters=config.iters)
+    try:
+        assembled: dict[str, Any] = assembly_costs(inputs, smoke, device)
+    except Exception as error:  # the comparison still runs
+        assembled = {"error": f"{type(error).__name__}: {error}"[:300]}
+    log(f"{name} {dtype_name} assembly: {json.dumps(assembled)}")
     engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
-                           num_buffers=instances)
+                           num_buffers=instances, assembly=assembly)
     retried = ""
     if engine.capture_error and name == "bert-base" and not smoke:
         retried = engine.capture_error  # SDPA not capturable here: eager attention is
         del engine
         model = build(name, smoke, "eager")[0].to(dtype)
         engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
-                               num_buffers=instances)
-    log(f"{name} {dtype_name}: {engine.execution} {engine.capture_error}")
+                               num_buffers=instances, assembly=assembly)
+    log(f"{name} {dtype_name}: {engine.execution} {engine.capture_error}, assembly "
+        f"{engine.assembly}")
     result = run_comparison(engine, config, lambda line: log(f"  {line[:240]}"), stop_at)
     accept = acceptance(result)
     log(f"{name} {dtype_name}: {json.dumps(plain(accept))}")
     found = plain(evidence(result))
     log(f"{name} {dtype_name} evidence: {json.dumps(found)}")
     out = {"model": name, "dtype": dtype_name, "forward_curve": plain(forward),
-           "evidence": found,
+           "evidence": found, "assembly": engine.assembly, "assembly_costs": assembled,
            "sdpa_capture_error": retried, "comparison": plain(result),
            "errors": {p.label: {"throughput_pct": p.throughput_error_pct,
                                 "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct}
@@ -285,6 +305,9 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT"), help="default: $OUT")
     parser.add_argument("--instances", type=int, default=2,
                         help="model instances (buffer sets) on the one CUDA stream")
+    parser.add_argument("--assembly", default="take", choices=("take", "gather", "direct"),
+                        help="how the engine assembles a batch (gather: the path before "
+                             "2026-12-02)")
     args = parser.parse_args()
     if not args.out:
         print("serving_bench: set $OUT or give --out", file=sys.stderr)
@@ -303,7 +326,7 @@ def main() -> int:
 
     doc: dict[str, Any] = {"schema": "aiprof.serving_bench/1", "smoke": args.smoke,
                            "machine": machine(device), "budget_s": args.budget_s,
-                           "instances": args.instances, "runs": [],
+                           "instances": args.instances, "assembly": args.assembly, "runs": [],
                            "status": {}}
     stop_at = begin + args.budget_s
     try:
@@ -321,7 +344,7 @@ def main() -> int:
         started = time.monotonic()
         try:
             doc["runs"].append(one_run(name, dtype_name, args.smoke, device, stop_at, log,
-                                       args.instances))
+                                       args.instances, args.assembly))
             doc["status"][key] = {"ok": True, "seconds": time.monotonic() - started}
         except Exception as error:  # one model failing must not lose the others
             doc["status"][key] = {"ok": False, "error": f"{type(error).__name__}: {error}",
