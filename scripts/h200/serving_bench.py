@@ -9,14 +9,14 @@ beside each, the batches' costs under load, the SLO tuner's policy checked by a 
 overload, the bare eager forward curve for reference, and the serving process's CPU per request at
 5,000 req/s with a model that costs nothing (the serving path, and the per-request path before it
 as the baseline, in turn), and what assembling a batch of the model's inputs costs the host each
-way, alone and under load (``benchmarks/host_assembly.py``; the loads are served with
-``--assembly``, default ``take``). The loads are served with the preferred batch sizes and
-instance count the simulator chose from the curve (``BenchConfig.choose_preferred``). One JSON
-under $OUT/serving/ (and a log); every model and precision catches its own errors, and no new one
-starts past --budget-s.
+way, alone and under load (``benchmarks/host_assembly.py``; the loads are served with the
+engine's way of the lowest P99 under load there, or with ``--assembly``). The loads are served
+with the preferred batch sizes and instance count the simulator chose from the curve
+(``BenchConfig.choose_preferred``). One JSON under $OUT/serving/ (and a log); every model and
+precision catches its own errors, and no new one starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
-        [--assembly take|gather|direct]
+        [--assembly auto|take|gather|direct]
     OUT=smoke-out PYTHONPATH=src python3 scripts/h200/serving_bench.py --smoke   # tiny, any device
 """
 
@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from aiprof.measure.inference.assembly import ASSEMBLIES
 from aiprof.measure.inference.bench import measure_curve
 from aiprof.measure.inference.comparison import BenchConfig, ServingComparison, run_comparison
 from aiprof.measure.inference.engine import ServingEngine, registered_inputs
@@ -180,8 +181,18 @@ def assembly_costs(inputs: Any, smoke: bool, device: str) -> dict[str, Any]:
                               500.0, device))
 
 
+def choose_assembly(costs: dict[str, Any], asked: str) -> str:
+    """``asked``, or for ``auto`` the engine's way (gather, take, direct) whose P99 under load,
+    summed over the batch sizes timed, is the lowest (``take`` when none was timed)."""
+    if asked != "auto":
+        return asked
+    timed = {way: sum(r["p99_us"] for r in costs[way]["loaded"].values())
+             for way in ASSEMBLIES if way in costs}
+    return min(timed, key=lambda way: timed[way]) if timed else "take"
+
+
 def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float,
-            log: Any, instances: int = 2, assembly: str = "take") -> dict[str, Any]:
+            log: Any, instances: int = 2, assembly: str = "auto") -> dict[str, Any]:
     """Everything for one model in one precision."""
     config = SMOKE if smoke else FULL
     dtype = getattr(torch, dtype_name)
@@ -195,6 +206,7 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
     except Exception as error:  # the comparison still runs
         assembled = {"error": f"{type(error).__name__}: {error}"[:300]}
     log(f"{name} {dtype_name} assembly: {json.dumps(assembled)}")
+    assembly = choose_assembly(assembled, assembly)
     engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
                            num_buffers=instances, assembly=assembly)
     retried = ""
@@ -305,8 +317,9 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT"), help="default: $OUT")
     parser.add_argument("--instances", type=int, default=2,
                         help="model instances (buffer sets) on the one CUDA stream")
-    parser.add_argument("--assembly", default="take", choices=("take", "gather", "direct"),
-                        help="how the engine assembles a batch (gather: the path before "
+    parser.add_argument("--assembly", default="auto", choices=("auto", *ASSEMBLIES),
+                        help="how the engine assembles a batch (auto: the way of the lowest "
+                             "P99 under load in this run's timing; gather: the path before "
                              "2026-12-02)")
     args = parser.parse_args()
     if not args.out:
