@@ -13,9 +13,12 @@ in turn on the same arrivals:
   a free instance without being queued (``fresh_dispatch``), a read of one request is decoded
   without numpy by the loop's own reader callback, and a batch is answered by one send from
   its model thread;
-- *group, queued* (the serving path before that, the baseline of the change): every request
-  queued before its batch is taken, every read passed on by the transport and decoded with
-  numpy;
+- *group, recv* (the serving path before 2026-12-02, the baseline of its change): the same,
+  but each read of the connection a ``socket.recv`` of 256 KiB, which allocates (and maps and
+  unmaps) 256 KiB per read, where the serving path reads into a buffer kept
+  (:class:`~aiprof.inference.wire.ReceiveBuffer`);
+- *group, queued* (the serving path before fresh dispatch): every request queued before its
+  batch is taken, every read passed on by the transport and decoded with numpy;
 - *per request* (the path before it, kept here as the baseline): one ``submit`` and one future
   per request, whose done-callback packs its answer, the answers of a loop iteration in one
   ``write``, and the loop woken for every batch that ends;
@@ -31,7 +34,11 @@ answers sooner forms smaller batches: two paths compared at 5,000 req/s need not
 batches. So the batcher's own part is also measured with every batch of one request, in one
 process, for the group path with and without ``fresh_dispatch`` in turn: lone requests
 (``submit_many`` of one, 300 us apart, each its own batch), the CPU of the loop's thread minus
-that of the same loop sleeping as long without them, and the model threads' CPU.
+that of the same loop sleeping as long without them, and the model threads' CPU. Beside them, the
+same lone requests back to back with each batch run at once in the submitting thread instead of
+being handed to a model thread (``ModelThread.run`` replaced for that measurement only): the
+batcher's own Python per request, both sides, without the wake-up of a thread (what trimming
+Python could at most remove; the rest of the serving path's cost is wake-ups and system calls).
 
     python benchmarks/serving_overhead.py [--rate 5000] [--requests 20000] [--delay-ms 0] [--json]
 """
@@ -56,13 +63,13 @@ from aiprof.errors import AiprofError
 from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.failures import RequestRejectedError
-from aiprof.inference.frontend import AnswerWriter, RequestServer
+from aiprof.inference.frontend import READ_BYTES, AnswerWriter, RequestServer
 from aiprof.inference.loadgen import run_precise
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.probes import thread_cpu_ns
 from aiprof.inference.serving import FrontEnd, OpenLoad, serve
 from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
-from aiprof.inference.worker import MODEL_THREAD_PREFIX
+from aiprof.inference.worker import MODEL_THREAD_PREFIX, ModelThread
 
 _ANSWER = struct.Struct("<IBBHi")
 
@@ -134,6 +141,13 @@ class QueuedGroupServer(RequestServer):
         self._submit_read(self._reader.feed(data))
 
 
+class RecvGroupServer(RequestServer):
+    """The serving front end before reads into a buffer kept: ``recv`` of 256 KiB per read."""
+
+    def _receive(self, sock: socket.socket) -> bytes:
+        return sock.recv(READ_BYTES)
+
+
 _SERVED = struct.Struct("<I4xi")
 
 
@@ -190,12 +204,14 @@ def _zero_cost(batch: list[Any]) -> list[int]:
 
 
 PATHS: dict[str, dict[str, Any]] = {
-    "group": {}, "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
+    "group": {}, "group, recv": {"front_end": RecvGroupServer},
+    "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
     "per request": {"front_end": PerRequestServer}}
 """Request paths, by name: the keywords of ``serve()`` that select them."""
 FLOORS: dict[str, dict[str, Any]] = {"echo": {"front_end": EchoServer},
                                      "echo via a thread": {"front_end": ThreadEchoServer}}
 _: FrontEnd = QueuedGroupServer  # each front end above is one (checked by mypy)
+_ = RecvGroupServer
 
 
 def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
@@ -258,6 +274,34 @@ def lone_requests(count: int, *, fresh: bool) -> dict[str, float]:
             model_us, "mean_batch_size": batch}
 
 
+def python_only(count: int) -> float:
+    """The batcher's Python per lone request (us), submit to answer, with no thread wake-up:
+    each batch runs in the caller's thread as soon as it is handed over."""
+
+    def at_once(self: ModelThread, payloads: list[Any], reply: Any) -> None:
+        reply(self._model(payloads), None)
+
+    async def run() -> float:
+        batcher = DynamicBatcher(_zero_cost, BatchPolicy(max_batch_size=32), num_instances=2)
+        batcher.start()
+        sink = _Discard()
+        for ident in range(count // 10):  # warm
+            batcher.submit_many([(ident, 0)], sink)
+        begin = time.thread_time_ns()
+        for ident in range(count):
+            batcher.submit_many([(ident, 0)], sink)
+        spent = time.thread_time_ns() - begin
+        await batcher.close()
+        return spent / count / 1e3
+
+    original = ModelThread.run
+    ModelThread.run = at_once  # type: ignore[method-assign]
+    try:
+        return float(run_precise(run()))
+    finally:
+        ModelThread.run = original  # type: ignore[method-assign]
+
+
 def _line(path: str, rate: float, r: dict[str, float]) -> str:
     return (f"{path:>11}: {rate:.0f} req/s offered, {r['throughput_rps']:.0f} served: serving "
             f"process CPU {r['server_cpu_us_per_request']:.1f} us/request (loop "
@@ -292,6 +336,7 @@ def main() -> None:
                 print(_line(path, args.rate, runs[path][-1]), flush=True)
         baseline.append(batcher_alone(args.rate, args.requests, args.max_batch, seed))
     lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    python_us: list[float] = []
     for _ in range(args.repeats if args.lone else 0):
         for kind in lone:
             lone[kind].append(lone_requests(args.lone, fresh=kind == "fresh"))
@@ -301,13 +346,20 @@ def main() -> None:
                       f"{r['loop_cpu_us_per_request']:.1f} us/request, model threads "
                       f"{r['model_threads_cpu_us_per_request']:.1f}, mean batch "
                       f"{r['mean_batch_size']:.2f}", flush=True)
+        python_us.append(python_only(10 * args.lone))
+        if not args.json:
+            print(f"lone requests without a wake-up: the batcher's Python "
+                  f"{python_us[-1]:.1f} us/request", flush=True)
     median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
               for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
     ratios = _ratios(runs, "per request")
     queued = _ratios(runs, "group, queued")
+    recv = _ratios(runs, "group, recv")
     summary = {"runs": runs["group"], "per_request_runs": runs["per request"],
-               "queued_group_runs": runs["group, queued"],
+               "queued_group_runs": runs["group, queued"], "recv_group_runs": runs["group, recv"],
+               "median_recv_group_cpu_us_per_request": median["group, recv"],
+               "recv_group_over_group": recv,
                "median_server_cpu_us_per_request": median["group"],
                "median_per_request_path_cpu_us_per_request": median["per request"],
                "median_queued_group_cpu_us_per_request": median["group, queued"],
@@ -316,7 +368,8 @@ def main() -> None:
                "floors": {path: runs[path] for path in FLOORS},
                "median_floor_cpu_us_per_request": {path: float(np.median(
                    [r["server_cpu_us_per_request"] for r in runs[path]])) for path in FLOORS},
-               "ratio": median["group"] / alone, "lone_requests": lone}
+               "ratio": median["group"] / alone, "lone_requests": lone,
+               "python_only_us_per_request": python_us}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return
@@ -328,7 +381,9 @@ def main() -> None:
               f"us/request with fresh dispatch, {parts['queued']['loop']:.1f} without "
               f"({parts['queued']['loop'] / parts['fresh']['loop']:.2f}x); model threads "
               f"{parts['fresh']['model_threads']:.1f} and {parts['queued']['model_threads']:.1f}")
-    print(f"median serving process CPU {median['group']:.1f} us/request (queued group path "
+    print(f"median serving process CPU {median['group']:.1f} us/request (the path before, "
+          f"recv of 256 KiB per read: {median['group, recv']:.1f}, recv / group run by run: "
+          f"{', '.join(f'{r:.2f}x' for r in recv)}; queued group path "
           f"{median['group, queued']:.1f}, queued / group run by run: "
           f"{', '.join(f'{r:.2f}x' for r in queued)}; per-request path "
           f"{median['per request']:.1f}; per request / group, run by run: "
