@@ -28,6 +28,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -139,19 +140,23 @@ def measure(make: Callable[[], Fill], size: int, batches: int, gap_s: float,
 
 
 def run(shape: tuple[int, ...], dtype: torch.dtype, sizes: tuple[int, ...], batches: int,
-        gap_us: float, device: str) -> dict[str, dict[str, dict[int, dict[str, float]]]]:
-    """Every way, both conditions, every size: {way: {"alone"|"loaded": {size: stats}}}."""
+        gap_us: float, device: str) -> dict[str, Any]:
+    """Every way, both conditions, every size: {way: {"alone"|"loaded": {size: stats}}} (or
+    {way: {"error": why}})."""
     torch.manual_seed(0)
     inputs = torch.randn(SLOTS, *shape).to(dtype)
     if device.startswith("cuda"):
         inputs = inputs.pin_memory()
     threads = torch.get_num_threads()
-    out: dict[str, dict[str, dict[int, dict[str, float]]]] = {}
+    out: dict[str, Any] = {}
     for way, make in ways(inputs, max(sizes), device).items():
         torch.set_num_threads(1 if way == "gather, 1 thread" else threads)
-        out[way] = {condition: {size: measure(make, size, batches, gap_us / 1e6,
-                                              condition == "loaded") for size in sizes}
-                    for condition in ("alone", "loaded")}
+        try:
+            out[way] = {condition: {size: measure(make, size, batches, gap_us / 1e6,
+                                                  condition == "loaded") for size in sizes}
+                        for condition in ("alone", "loaded")}
+        except Exception as error:  # one way failing (a device without it) keeps the others
+            out[way] = {"error": f"{type(error).__name__}: {error}"[:300]}
     torch.set_num_threads(threads)
     return out
 
@@ -175,6 +180,8 @@ def main() -> None:
     print(f"rows of {shape} {args.dtype}, {torch.get_num_threads()} intra-op threads, "
           f"{args.batches} batches per size, {args.gap_us:g} us apart; wall us per batch "
           "mean / P50 / P99 (process CPU us per batch)")
+    for way in [w for w, c in found.items() if "error" in c]:
+        print(f"{way:>16} failed: {found.pop(way)['error']}")
     for way, conditions in found.items():
         for condition, by_size in conditions.items():
             cells = "  ".join(f"{s}: {r['mean_us']:.0f}/{r['p50_us']:.0f}/{r['p99_us']:.0f} "

@@ -187,7 +187,7 @@ def choose_assembly(costs: dict[str, Any], asked: str) -> str:
     if asked != "auto":
         return asked
     timed = {way: sum(r["p99_us"] for r in costs[way]["loaded"].values())
-             for way in ASSEMBLIES if way in costs}
+             for way in ASSEMBLIES if "loaded" in costs.get(way, {})}
     return min(timed, key=lambda way: timed[way]) if timed else "take"
 
 

@@ -82,5 +82,9 @@ class Assembler:
         rows = self._input_rows  # pinned: asynchronous copies that the host does not stage
         # one call for the batch (torch.optim's foreach copies), so the GIL is given up and
         # taken back once, not once per request; the rows past the batch keep earlier inputs
-        self._torch._foreach_copy_(self._device_rows[:len(slots)], [rows[s] for s in slots],
-                                   non_blocking=True)
+        targets, sources = self._device_rows[:len(slots)], [rows[s] for s in slots]
+        if hasattr(self._torch, "_foreach_copy_"):  # (torch 2.1 and later)
+            self._torch._foreach_copy_(targets, sources, non_blocking=True)
+            return
+        for target, source in zip(targets, sources, strict=True):
+            target.copy_(source, non_blocking=True)
