@@ -13,10 +13,6 @@ in turn on the same arrivals:
   a free instance without being queued (``fresh_dispatch``), a read of one request is decoded
   without numpy by the loop's own reader callback, and a batch is answered by one send from
   its model thread;
-- *group, recv* (the serving path before 2026-12-02, the baseline of its change): the same,
-  but each read of the connection a ``socket.recv`` of 256 KiB, which allocates (and maps and
-  unmaps) 256 KiB per read, where the serving path reads into a buffer kept
-  (:class:`~aiprof.inference.wire.ReceiveBuffer`);
 - *group, queued* (the serving path before fresh dispatch): every request queued before its
   batch is taken, every read passed on by the transport and decoded with numpy;
 - *per request* (the path before it, kept here as the baseline): one ``submit`` and one future
@@ -63,7 +59,7 @@ from aiprof.errors import AiprofError
 from aiprof.inference.arrivals import poisson_arrivals
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.failures import RequestRejectedError
-from aiprof.inference.frontend import READ_BYTES, AnswerWriter, RequestServer
+from aiprof.inference.frontend import AnswerWriter, RequestServer
 from aiprof.inference.loadgen import run_precise
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.probes import thread_cpu_ns
@@ -141,13 +137,6 @@ class QueuedGroupServer(RequestServer):
         self._submit_read(self._reader.feed(data))
 
 
-class RecvGroupServer(RequestServer):
-    """The serving front end before reads into a buffer kept: ``recv`` of 256 KiB per read."""
-
-    def _receive(self, sock: socket.socket) -> bytes:
-        return sock.recv(READ_BYTES)
-
-
 _SERVED = struct.Struct("<I4xi")
 
 
@@ -204,14 +193,12 @@ def _zero_cost(batch: list[Any]) -> list[int]:
 
 
 PATHS: dict[str, dict[str, Any]] = {
-    "group": {}, "group, recv": {"front_end": RecvGroupServer},
-    "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
+    "group": {}, "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
     "per request": {"front_end": PerRequestServer}}
 """Request paths, by name: the keywords of ``serve()`` that select them."""
 FLOORS: dict[str, dict[str, Any]] = {"echo": {"front_end": EchoServer},
                                      "echo via a thread": {"front_end": ThreadEchoServer}}
 _: FrontEnd = QueuedGroupServer  # each front end above is one (checked by mypy)
-_ = RecvGroupServer
 
 
 def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
@@ -355,11 +342,8 @@ def main() -> None:
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
     ratios = _ratios(runs, "per request")
     queued = _ratios(runs, "group, queued")
-    recv = _ratios(runs, "group, recv")
     summary = {"runs": runs["group"], "per_request_runs": runs["per request"],
-               "queued_group_runs": runs["group, queued"], "recv_group_runs": runs["group, recv"],
-               "median_recv_group_cpu_us_per_request": median["group, recv"],
-               "recv_group_over_group": recv,
+               "queued_group_runs": runs["group, queued"],
                "median_server_cpu_us_per_request": median["group"],
                "median_per_request_path_cpu_us_per_request": median["per request"],
                "median_queued_group_cpu_us_per_request": median["group, queued"],
@@ -381,9 +365,7 @@ def main() -> None:
               f"us/request with fresh dispatch, {parts['queued']['loop']:.1f} without "
               f"({parts['queued']['loop'] / parts['fresh']['loop']:.2f}x); model threads "
               f"{parts['fresh']['model_threads']:.1f} and {parts['queued']['model_threads']:.1f}")
-    print(f"median serving process CPU {median['group']:.1f} us/request (the path before, "
-          f"recv of 256 KiB per read: {median['group, recv']:.1f}, recv / group run by run: "
-          f"{', '.join(f'{r:.2f}x' for r in recv)}; queued group path "
+    print(f"median serving process CPU {median['group']:.1f} us/request (queued group path "
           f"{median['group, queued']:.1f}, queued / group run by run: "
           f"{', '.join(f'{r:.2f}x' for r in queued)}; per-request path "
           f"{median['per request']:.1f}; per request / group, run by run: "

@@ -249,11 +249,16 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
     answers sent from the model threads), the group path before that (every request queued)
     and the per-request path (one future per request), in turn on the same arrivals, three
     times each, the batcher's CPU per lone request with and without fresh dispatch (in one
-    process, every batch one request), and (not in
+    process, every batch one request) and its Python alone (no thread wake-up), and (not in
     smoke mode) the two floors of the benchmark: a socket echo on the loop, and one through a
     thread. The top-level fields are the serving path's median run."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from serving_overhead import FLOORS, PATHS, lone_requests  # the baselines live there
+    from serving_overhead import (  # the baselines live there
+        FLOORS,
+        PATHS,
+        lone_requests,
+        python_only,
+    )
 
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.policy import BatchPolicy
@@ -277,9 +282,11 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
                                                 if run.probes else None),
                 "evidence": plain(tail_evidence(run))})
     lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    python_us: list[float] = []
     for _ in range(repeats):  # the batcher's own part, every batch one request, in turn
         for kind in lone:
             lone[kind].append(lone_requests(200 if smoke else 3000, fresh=kind == "fresh"))
+        python_us.append(python_only(2000 if smoke else 30_000))
     group = sorted(runs["group"], key=lambda r: r["server_cpu_us_per_request"])
     median = group[len(group) // 2]
     ratios = {baseline: [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
@@ -287,7 +294,8 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
               for baseline in ("per request", "group, queued")}
     return {"rate_rps": 5000.0, "num_requests": count, **median, "paths": runs,
             "per_request_over_group": ratios["per request"],
-            "queued_group_over_group": ratios["group, queued"], "lone_requests": lone}
+            "queued_group_over_group": ratios["group, queued"], "lone_requests": lone,
+            "python_only_us_per_request": python_us}
 
 
 def machine(device: str) -> dict[str, Any]:
