@@ -1,5 +1,6 @@
 """The serving path's model function: a batch assembled into a preallocated host buffer (pinned on
-CUDA), then the copy in, the forward and the copy back on one CUDA stream, double buffered.
+CUDA; or copied request by request straight into the device's, ``assembly="direct"``), then the
+copy in, the forward and the copy back on one CUDA stream, double buffered.
 
 The batcher runs ``num_buffers`` instances of this function in threads of their own; each call
 takes a free buffer set, so while one batch's copies and forward run on the stream the next is
