@@ -13,9 +13,8 @@ in turn on the same arrivals:
   a free instance without being queued (``fresh_dispatch``), a read of one request is decoded
   without numpy by the loop's own reader callback, and a batch is answered by one send from
   its model thread;
-- *group, queued* (the serving path before that, the baseline of the change): every request
-  queued before its batch is taken, every read passed on by the transport and decoded with
-  numpy;
+- *group, queued* (the serving path before fresh dispatch): every request queued before its
+  batch is taken, every read passed on by the transport and decoded with numpy;
 - *per request* (the path before it, kept here as the baseline): one ``submit`` and one future
   per request, whose done-callback packs its answer, the answers of a loop iteration in one
   ``write``, and the loop woken for every batch that ends;
@@ -31,7 +30,11 @@ answers sooner forms smaller batches: two paths compared at 5,000 req/s need not
 batches. So the batcher's own part is also measured with every batch of one request, in one
 process, for the group path with and without ``fresh_dispatch`` in turn: lone requests
 (``submit_many`` of one, 300 us apart, each its own batch), the CPU of the loop's thread minus
-that of the same loop sleeping as long without them, and the model threads' CPU.
+that of the same loop sleeping as long without them, and the model threads' CPU. Beside them, the
+same lone requests back to back with each batch run at once in the submitting thread instead of
+being handed to a model thread (``ModelThread.run`` replaced for that measurement only): the
+batcher's own Python per request, both sides, without the wake-up of a thread (what trimming
+Python could at most remove; the rest of the serving path's cost is wake-ups and system calls).
 
     python benchmarks/serving_overhead.py [--rate 5000] [--requests 20000] [--delay-ms 0] [--json]
 """
@@ -62,7 +65,7 @@ from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.probes import thread_cpu_ns
 from aiprof.inference.serving import FrontEnd, OpenLoad, serve
 from aiprof.inference.wire import FAILED, OK, REJECTED, REQUEST, RecordReader, reason_code
-from aiprof.inference.worker import MODEL_THREAD_PREFIX
+from aiprof.inference.worker import MODEL_THREAD_PREFIX, ModelThread
 
 _ANSWER = struct.Struct("<IBBHi")
 
@@ -258,6 +261,34 @@ def lone_requests(count: int, *, fresh: bool) -> dict[str, float]:
             model_us, "mean_batch_size": batch}
 
 
+def python_only(count: int) -> float:
+    """The batcher's Python per lone request (us), submit to answer, with no thread wake-up:
+    each batch runs in the caller's thread as soon as it is handed over."""
+
+    def at_once(self: ModelThread, payloads: list[Any], reply: Any) -> None:
+        reply(self._model(payloads), None)
+
+    async def run() -> float:
+        batcher = DynamicBatcher(_zero_cost, BatchPolicy(max_batch_size=32), num_instances=2)
+        batcher.start()
+        sink = _Discard()
+        for ident in range(count // 10):  # warm
+            batcher.submit_many([(ident, 0)], sink)
+        begin = time.thread_time_ns()
+        for ident in range(count):
+            batcher.submit_many([(ident, 0)], sink)
+        spent = time.thread_time_ns() - begin
+        await batcher.close()
+        return spent / count / 1e3
+
+    original = ModelThread.run
+    ModelThread.run = at_once  # type: ignore[method-assign]
+    try:
+        return float(run_precise(run()))
+    finally:
+        ModelThread.run = original  # type: ignore[method-assign]
+
+
 def _line(path: str, rate: float, r: dict[str, float]) -> str:
     return (f"{path:>11}: {rate:.0f} req/s offered, {r['throughput_rps']:.0f} served: serving "
             f"process CPU {r['server_cpu_us_per_request']:.1f} us/request (loop "
@@ -292,6 +323,7 @@ def main() -> None:
                 print(_line(path, args.rate, runs[path][-1]), flush=True)
         baseline.append(batcher_alone(args.rate, args.requests, args.max_batch, seed))
     lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    python_us: list[float] = []
     for _ in range(args.repeats if args.lone else 0):
         for kind in lone:
             lone[kind].append(lone_requests(args.lone, fresh=kind == "fresh"))
@@ -301,6 +333,10 @@ def main() -> None:
                       f"{r['loop_cpu_us_per_request']:.1f} us/request, model threads "
                       f"{r['model_threads_cpu_us_per_request']:.1f}, mean batch "
                       f"{r['mean_batch_size']:.2f}", flush=True)
+        python_us.append(python_only(10 * args.lone))
+        if not args.json:
+            print(f"lone requests without a wake-up: the batcher's Python "
+                  f"{python_us[-1]:.1f} us/request", flush=True)
     median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
               for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
@@ -316,7 +352,8 @@ def main() -> None:
                "floors": {path: runs[path] for path in FLOORS},
                "median_floor_cpu_us_per_request": {path: float(np.median(
                    [r["server_cpu_us_per_request"] for r in runs[path]])) for path in FLOORS},
-               "ratio": median["group"] / alone, "lone_requests": lone}
+               "ratio": median["group"] / alone, "lone_requests": lone,
+               "python_only_us_per_request": python_us}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return

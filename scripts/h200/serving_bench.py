@@ -8,12 +8,15 @@ batcher open-loop at 40% and 80% of capacity and closed-loop at 1-64 clients wit
 beside each, the batches' costs under load, the SLO tuner's policy checked by a real run, a 10x
 overload, the bare eager forward curve for reference, and the serving process's CPU per request at
 5,000 req/s with a model that costs nothing (the serving path, and the per-request path before it
-as the baseline, in turn). The loads are served with the preferred batch sizes and instance count
-the simulator chose from the curve (``BenchConfig.choose_preferred``). One JSON under
-$OUT/serving/ (and a log);
-every model and precision catches its own errors, and no new one starts past --budget-s.
+as the baseline, in turn), and what assembling a batch of the model's inputs costs the host each
+way, alone and under load (``benchmarks/host_assembly.py``; the loads are served with the
+engine's way of the lowest P99 under load there, or with ``--assembly``). The loads are served
+with the preferred batch sizes and instance count the simulator chose from the curve
+(``BenchConfig.choose_preferred``). One JSON under $OUT/serving/ (and a log); every model and
+precision catches its own errors, and no new one starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
+        [--assembly auto|take|gather|direct]
     OUT=smoke-out PYTHONPATH=src python3 scripts/h200/serving_bench.py --smoke   # tiny, any device
 """
 
@@ -35,6 +38,7 @@ from typing import Any
 
 import torch
 
+from aiprof.measure.inference.assembly import ASSEMBLIES
 from aiprof.measure.inference.bench import measure_curve
 from aiprof.measure.inference.comparison import BenchConfig, ServingComparison, run_comparison
 from aiprof.measure.inference.engine import ServingEngine, registered_inputs
@@ -166,8 +170,29 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
     return out
 
 
+def assembly_costs(inputs: Any, smoke: bool, device: str) -> dict[str, Any]:
+    """benchmarks/host_assembly.py on this model's inputs: every way of assembling a batch,
+    alone and under load (the engine serves with one of them, ``--assembly``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from host_assembly import run as assembly_run
+
+    sizes = (1, 4) if smoke else (1, 8, 32)
+    return plain(assembly_run(tuple(inputs.shape[1:]), inputs.dtype, sizes, 10 if smoke else 60,
+                              500.0, device))
+
+
+def choose_assembly(costs: dict[str, Any], asked: str) -> str:
+    """``asked``, or for ``auto`` the engine's way (gather, take, direct) whose P99 under load,
+    summed over the batch sizes timed, is the lowest (``take`` when none was timed)."""
+    if asked != "auto":
+        return asked
+    timed = {way: sum(r["p99_us"] for r in costs[way]["loaded"].values())
+             for way in ASSEMBLIES if "loaded" in costs.get(way, {})}
+    return min(timed, key=lambda way: timed[way]) if timed else "take"
+
+
 def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float,
-            log: Any, instances: int = 2) -> dict[str, Any]:
+            log: Any, instances: int = 2, assembly: str = "auto") -> dict[str, Any]:
     """Everything for one model in one precision."""
     config = SMOKE if smoke else FULL
     dtype = getattr(torch, dtype_name)
@@ -176,23 +201,30 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
     inputs = registered_inputs(make_input, SLOTS, dtype)
     forward = measure_curve(model, lambda b: inputs[:b], config.batch_sizes, device=device,
                             warmup=config.warmup, iters=config.iters)
+    try:
+        assembled: dict[str, Any] = assembly_costs(inputs, smoke, device)
+    except Exception as error:  # the comparison still runs
+        assembled = {"error": f"{type(error).__name__}: {error}"[:300]}
+    log(f"{name} {dtype_name} assembly: {json.dumps(assembled)}")
+    assembly = choose_assembly(assembled, assembly)
     engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
-                           num_buffers=instances)
+                           num_buffers=instances, assembly=assembly)
     retried = ""
     if engine.capture_error and name == "bert-base" and not smoke:
         retried = engine.capture_error  # SDPA not capturable here: eager attention is
         del engine
         model = build(name, smoke, "eager")[0].to(dtype)
         engine = ServingEngine(model, inputs, device=device, max_batch=config.max_batch,
-                               num_buffers=instances)
-    log(f"{name} {dtype_name}: {engine.execution} {engine.capture_error}")
+                               num_buffers=instances, assembly=assembly)
+    log(f"{name} {dtype_name}: {engine.execution} {engine.capture_error}, assembly "
+        f"{engine.assembly}")
     result = run_comparison(engine, config, lambda line: log(f"  {line[:240]}"), stop_at)
     accept = acceptance(result)
     log(f"{name} {dtype_name}: {json.dumps(plain(accept))}")
     found = plain(evidence(result))
     log(f"{name} {dtype_name} evidence: {json.dumps(found)}")
     out = {"model": name, "dtype": dtype_name, "forward_curve": plain(forward),
-           "evidence": found,
+           "evidence": found, "assembly": engine.assembly, "assembly_costs": assembled,
            "sdpa_capture_error": retried, "comparison": plain(result),
            "errors": {p.label: {"throughput_pct": p.throughput_error_pct,
                                 "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct}
@@ -217,11 +249,16 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
     answers sent from the model threads), the group path before that (every request queued)
     and the per-request path (one future per request), in turn on the same arrivals, three
     times each, the batcher's CPU per lone request with and without fresh dispatch (in one
-    process, every batch one request), and (not in
+    process, every batch one request) and its Python alone (no thread wake-up), and (not in
     smoke mode) the two floors of the benchmark: a socket echo on the loop, and one through a
     thread. The top-level fields are the serving path's median run."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from serving_overhead import FLOORS, PATHS, lone_requests  # the baselines live there
+    from serving_overhead import (  # the baselines live there
+        FLOORS,
+        PATHS,
+        lone_requests,
+        python_only,
+    )
 
     from aiprof.inference.arrivals import poisson_arrivals
     from aiprof.inference.policy import BatchPolicy
@@ -245,9 +282,11 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
                                                 if run.probes else None),
                 "evidence": plain(tail_evidence(run))})
     lone: dict[str, list[dict[str, float]]] = {"fresh": [], "queued": []}
+    python_us: list[float] = []
     for _ in range(repeats):  # the batcher's own part, every batch one request, in turn
         for kind in lone:
             lone[kind].append(lone_requests(200 if smoke else 3000, fresh=kind == "fresh"))
+        python_us.append(python_only(2000 if smoke else 30_000))
     group = sorted(runs["group"], key=lambda r: r["server_cpu_us_per_request"])
     median = group[len(group) // 2]
     ratios = {baseline: [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
@@ -255,7 +294,8 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
               for baseline in ("per request", "group, queued")}
     return {"rate_rps": 5000.0, "num_requests": count, **median, "paths": runs,
             "per_request_over_group": ratios["per request"],
-            "queued_group_over_group": ratios["group, queued"], "lone_requests": lone}
+            "queued_group_over_group": ratios["group, queued"], "lone_requests": lone,
+            "python_only_us_per_request": python_us}
 
 
 def machine(device: str) -> dict[str, Any]:
@@ -285,6 +325,10 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT"), help="default: $OUT")
     parser.add_argument("--instances", type=int, default=2,
                         help="model instances (buffer sets) on the one CUDA stream")
+    parser.add_argument("--assembly", default="auto", choices=("auto", *ASSEMBLIES),
+                        help="how the engine assembles a batch (auto: the way of the lowest "
+                             "P99 under load in this run's timing; gather: the path before "
+                             "2026-12-02)")
     args = parser.parse_args()
     if not args.out:
         print("serving_bench: set $OUT or give --out", file=sys.stderr)
@@ -303,7 +347,7 @@ def main() -> int:
 
     doc: dict[str, Any] = {"schema": "aiprof.serving_bench/1", "smoke": args.smoke,
                            "machine": machine(device), "budget_s": args.budget_s,
-                           "instances": args.instances, "runs": [],
+                           "instances": args.instances, "assembly": args.assembly, "runs": [],
                            "status": {}}
     stop_at = begin + args.budget_s
     try:
@@ -321,7 +365,7 @@ def main() -> int:
         started = time.monotonic()
         try:
             doc["runs"].append(one_run(name, dtype_name, args.smoke, device, stop_at, log,
-                                       args.instances))
+                                       args.instances, args.assembly))
             doc["status"][key] = {"ok": True, "seconds": time.monotonic() - started}
         except Exception as error:  # one model failing must not lose the others
             doc["status"][key] = {"ok": False, "error": f"{type(error).__name__}: {error}",

@@ -7,6 +7,7 @@ A fresh interpreter that ran ``warm_up`` counts its first answers without a firs
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from aiprof.inference.loadclient import _mark_answers, warm_up
-from aiprof.inference.wire import OK, REJECTED, RESPONSE
+from aiprof.inference.wire import OK, REJECTED, RESPONSE, ReceiveBuffer
 
 
 def _answers(ids, status):
@@ -61,3 +62,15 @@ def test_after_warm_up_the_first_answers_cost_no_first_call_stop():
                           timeout=120, check=True)
     # cold, numpy 2.4's np.unique alone took 33 ms here; warm, the whole call is ~0.1 ms
     assert float(done.stdout) < 10.0
+
+
+def test_a_receive_buffer_returns_each_read_as_bytes_of_its_own_and_empty_once_closed():
+    ours, theirs = socket.socketpair()
+    buffer = ReceiveBuffer(64)
+    theirs.send(b"first")
+    first = buffer.recv(ours)
+    theirs.send(b"2nd")
+    assert (first, buffer.recv(ours)) == (b"first", b"2nd")  # the first read was not overwritten
+    theirs.close()
+    assert buffer.recv(ours) == b""
+    ours.close()

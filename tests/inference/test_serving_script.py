@@ -39,6 +39,7 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert sorted(lone) == ["fresh", "queued"] and all(
         r["model_threads_cpu_us_per_request"] > 0 and r["mean_batch_size"] < 1.5
         for rs in lone.values() for r in rs)
+    assert [us > 0 for us in doc["serving_overhead"]["python_only_us_per_request"]] == [True]
     found = doc["serving_overhead"]["evidence"]  # what tells a stall's cause apart
     parts = found["cpu_us_per_request"]
     assert parts["loop"] > 0 and parts["model threads"] > 0
@@ -69,6 +70,12 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert set(run["acceptance"]) >= {"capacity_rps", "p99_bound_us", "p50_error_pct_40",
                                           "p99_error_pct_80", "served_share_of_capacity"}
         assert run["forward_curve"]["batch_sizes"] == curve["batch_sizes"]
+        costs = run["assembly_costs"]  # every way timed, and the loads served with the lowest
+        assert {"gather", "take", "gather, 1 thread"} <= set(costs)  # (P99 under load of these)
+        assert run["assembly"] == min(("gather", "take"), key=lambda way: sum(
+            r["p99_us"] for r in costs[way]["loaded"].values()))
+        assert all(r["p99_us"] >= r["p50_us"] > 0 for c in costs.values()
+                   for by_size in c.values() for r in by_size.values())
         stack = run["evidence"]["stack"]
         assert stack["calibration_rps"] == pytest.approx(0.6 * result["capacity_rps"])
         assert result["overhead_us"] == stack["handoff_under_load_us"] >= 0

@@ -34,6 +34,7 @@ from aiprof.inference.wire import (
     REJECTED,
     REQUEST,
     RESPONSE,
+    ReceiveBuffer,
     RecordReader,
     reason_code,
 )
@@ -122,7 +123,7 @@ class AnswerWriter:
             self._sock.close()
 
 
-_READ_BYTES = 256 * 1024
+READ_BYTES = 256 * 1024
 """Most bytes taken by one read: asyncio's own for a socket transport (``max_size``,
 ``selector_events._SelectorSocketTransport``)."""
 
@@ -149,6 +150,7 @@ class RequestServer(asyncio.Protocol):
         self._writer: AnswerWriter | None = None
         self._transport: asyncio.Transport | None = None
         self._sock: socket.socket | None = None
+        self._received = ReceiveBuffer(READ_BYTES)
         self.num_received = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -167,7 +169,7 @@ class RequestServer(asyncio.Protocol):
         """On the loop, when the connection has bytes (or is closed)."""
         assert self._sock is not None
         try:
-            data = self._sock.recv(_READ_BYTES)
+            data = self._receive(self._sock)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:  # reset by the client: as closed
@@ -177,6 +179,10 @@ class RequestServer(asyncio.Protocol):
         elif self._transport is not None:
             self._stop_reading()
             self._transport.close()  # connection_lost follows, on the loop
+
+    def _receive(self, sock: socket.socket) -> bytes:
+        """One read of the connection (into a buffer kept: no allocation per read)."""
+        return self._received.recv(sock)
 
     def _stop_reading(self) -> None:
         if self._sock is not None:

@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aiprof.inference.wire import REQUEST, RESPONSE, RecordReader, encode_requests
+from aiprof.inference.wire import (
+    REQUEST,
+    RESPONSE,
+    ReceiveBuffer,
+    RecordReader,
+    encode_requests,
+)
 
 _CHUNK_BYTES = 1 << 20
 
@@ -49,6 +55,7 @@ class _Client:
     reason: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
     value: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     reader: RecordReader = field(default_factory=lambda: RecordReader(RESPONSE))
+    receive_buffer: ReceiveBuffer = field(default_factory=lambda: ReceiveBuffer(_CHUNK_BYTES))
     num_answered: int = 0
     priority: np.ndarray | None = None
     deadline_us: np.ndarray | None = None
@@ -83,7 +90,7 @@ class _Client:
     def receive(self) -> int:
         """Read what answers arrived; the number of requests answered for the first time."""
         try:
-            data = self.sock.recv(_CHUNK_BYTES)
+            data = self.receive_buffer.recv(self.sock)
         except BlockingIOError:
             return 0
         if not data:

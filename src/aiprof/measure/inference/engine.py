@@ -1,5 +1,6 @@
 """The serving path's model function: a batch assembled into a preallocated host buffer (pinned on
-CUDA), then the copy in, the forward and the copy back on one CUDA stream, double buffered.
+CUDA; or copied request by request straight into the device's, ``assembly="direct"``), then the
+copy in, the forward and the copy back on one CUDA stream, double buffered.
 
 The batcher runs ``num_buffers`` instances of this function in threads of their own; each call
 takes a free buffer set, so while one batch's copies and forward run on the stream the next is
@@ -20,7 +21,9 @@ shared 2-core VM (2026-12-01) a team of two OpenMP threads made a 0.05 ms forwar
 whenever one of them was descheduled.
 
 Requests name one of ``num_slots`` inputs registered beforehand (``inputs``), as perf_analyzer's
-shared-memory mode does; assembling a batch is one ``index_select`` of those rows into the buffer.
+shared-memory mode does; assembling a batch copies those rows where the model reads them, by
+default with one ``numpy.take`` in the instance's thread (:mod:`aiprof.measure.inference.assembly`
+says the ways and why).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from aiprof.errors import UnsupportedDeviceError
+from aiprof.measure.inference.assembly import Assembler, byte_rows, check_assembly
 from aiprof.measure.inference.bench import import_torch
 
 
@@ -68,6 +72,8 @@ class BatchCosts:
 @dataclass
 class _Buffers:
     host_in: Any
+    host_rows: np.ndarray
+    """``host_in`` as numpy byte rows (for ``take``)."""
     host_out: Any
     start: Any
     end: Any
@@ -97,7 +103,7 @@ class ServingEngine:
 
     def __init__(self, model: Any, inputs: Any, *, device: str = "cpu", max_batch: int = 32,
                  num_buffers: int = 2, cuda_graphs: bool = True,
-                 cpu_threads: int | None = 1) -> None:
+                 cpu_threads: int | None = 1, assembly: str = "take") -> None:
         torch = import_torch()
         self._torch = torch
         self.device = torch.device(device)
@@ -109,7 +115,11 @@ class ServingEngine:
             torch.set_num_threads(cpu_threads)
         self.max_batch = max_batch
         self.num_buffers = num_buffers
+        self.assembly = check_assembly(assembly, self.cuda)
         self.inputs = inputs.contiguous()
+        if assembly == "direct":  # copied straight to the device: pinned, or the host stages it
+            self.inputs = self.inputs.pin_memory()
+        self._assembler = Assembler(assembly, self.inputs)
         self.num_slots = int(inputs.shape[0])
         self.model = model.to(self.device).eval()
         self._head = output_head(self.model)
@@ -139,7 +149,7 @@ class ServingEngine:
         # waits made the serving process burn 840 us of CPU per request (2026-12-01)
         events = ([torch.cuda.Event(enable_timing=True, blocking=True) for _ in range(2)]
                   if self.cuda else [None, None])
-        return _Buffers(host_in, host_out, events[0], events[1])
+        return _Buffers(host_in, byte_rows(host_in), host_out, events[0], events[1])
 
     def _capture(self) -> None:
         torch = self._torch
@@ -180,10 +190,10 @@ class ServingEngine:
         buffers = self._free.get()
         try:
             begin = time.perf_counter_ns()
-            index = self._torch.tensor([slot for _, slot in payloads], dtype=self._torch.int64)
-            self._torch.index_select(self.inputs, 0, index, out=buffers.host_in[:size])
+            slots = [slot for _, slot in payloads]
+            self._assembler.to_host(slots, buffers.host_in, buffers.host_rows)
             assembled = time.perf_counter_ns()
-            device_us, lock_ns, sync_ns = self._run(buffers, size)
+            device_us, lock_ns, sync_ns = self._run(buffers, slots)
             values: list[int] = buffers.host_out[:size].tolist()
             done = time.perf_counter_ns()
         finally:
@@ -192,11 +202,11 @@ class ServingEngine:
                               (lock_ns - assembled) / 1e3, (done - sync_ns) / 1e3))
         return values
 
-    def _run(self, buffers: _Buffers, size: int) -> tuple[float, int, int]:
+    def _run(self, buffers: _Buffers, slots: list[int]) -> tuple[float, int, int]:
         """Device work of one batch: its device time in microseconds, when the device lock was
         taken and when the wait for the results began (``perf_counter_ns``)."""
         torch = self._torch
-        padded = self.bucket(size)
+        padded = self.bucket(len(slots))
         with torch.inference_mode():
             if not self.cuda:
                 with self._lock:
@@ -207,7 +217,7 @@ class ServingEngine:
             with self._lock, torch.cuda.stream(self._stream):  # one batch's work, in order
                 locked = time.perf_counter_ns()
                 buffers.start.record(self._stream)
-                self._dev_in[:padded].copy_(buffers.host_in[:padded], non_blocking=True)
+                self._assembler.to_device(slots, buffers.host_in, self._dev_in, padded)
                 if self._graphs:
                     graph, out = self._graphs[padded]
                     graph.replay()

@@ -1,0 +1,44 @@
+"""The ways of assembling a batch put the same rows where the model reads them (CPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aiprof.errors import InputError
+from aiprof.measure.inference.assembly import ASSEMBLIES, Assembler, byte_rows, check_assembly
+from aiprof.measure.inference.engine import ServingEngine
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+@pytest.mark.parametrize("name", ["gather", "take"])
+def test_host_assembly_copies_the_requested_rows_in_order(name, dtype):
+    inputs = (torch.arange(10 * 3 * 4) % 97).reshape(10, 3, 4).to(dtype)
+    host_in = torch.full((6, 3, 4), -1).to(dtype)
+    slots = [7, 0, 7, 3]
+    Assembler(name, inputs).to_host(slots, host_in, byte_rows(host_in))
+    assert torch.equal(host_in[:4], inputs[slots])
+    assert (host_in[4:] == -1).all()  # the rows past the batch are left alone
+
+
+def test_the_device_copy_moves_the_padded_rows():
+    inputs = torch.randn(5, 8)
+    host_in, dev_in = torch.randn(4, 8), torch.zeros(4, 8)
+    Assembler("take", inputs).to_device([1, 2], host_in, dev_in, 4)
+    assert torch.equal(dev_in, host_in)
+
+
+def test_an_unknown_assembly_or_direct_without_cuda_is_an_input_error():
+    assert check_assembly("take", cuda=False) == "take" and "direct" in ASSEMBLIES
+    with pytest.raises(InputError, match="choose one of"):
+        check_assembly("scatter", cuda=False)
+    with pytest.raises(InputError, match="--device cuda"):
+        ServingEngine(torch.nn.Linear(8, 2), torch.randn(4, 8), assembly="direct")
+
+
+@pytest.mark.parametrize("name", ["gather", "take"])
+def test_the_engine_answers_each_request_from_its_own_slot(name):
+    inputs = torch.eye(6)  # row i's argmax is i
+    engine = ServingEngine(torch.nn.Identity(), inputs, max_batch=4, assembly=name)
+    assert engine([(10, 3), (11, 5), (12, 3)]) == [3, 5, 3]
+    assert engine.assembly == name and engine.costs_since().batch_sizes == (3,)
