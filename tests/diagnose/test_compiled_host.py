@@ -3,6 +3,7 @@ compiled steps) and how the compile model applies it (``compiled_launches``, ``c
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -19,6 +20,7 @@ from aiprof.diagnose.rules import unfused_elementwise
 from aiprof.trace import Trace, load_trace
 
 COMPILED = Path(__file__).resolve().parents[1] / "data" / "diagnose" / "compiled"
+COMPILED_SECOND = COMPILED.parent / "compiled_second"
 SUITE = COMPILED.parent / "counterfactual"
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
@@ -26,9 +28,10 @@ MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<
 BF16 = "c10::BFloat16"
 
 
-def compiled_steps() -> list[tuple[str, ch.CompiledHostCost]]:
-    doc = json.loads((COMPILED / "compiled_steps.json").read_text())
-    return [(w["workload"], ch.measure(load_trace(COMPILED / w["trace"])))
+@functools.cache
+def compiled_steps(folder: Path = COMPILED) -> list[tuple[str, ch.CompiledHostCost]]:
+    doc = json.loads((folder / "compiled_steps.json").read_text())
+    return [(w["workload"], ch.measure(load_trace(folder / w["trace"])))
             for w in doc["workloads"] if "trace" in w]
 
 
@@ -46,12 +49,33 @@ def test_the_constants_are_the_medians_of_the_compiled_steps_in_launch_calls() -
 
     assert median("generated_launch_us") == pytest.approx(ch.GENERATED_LAUNCH_CALLS, abs=0.01)
     assert median("extern_op_us") == pytest.approx(ch.EXTERN_OP_CALLS, abs=0.01)
-    assert median("convolution_op_us") == pytest.approx(ch.CONVOLUTION_OP_CALLS, abs=0.01)
     assert median("forward_call_us") == pytest.approx(ch.FORWARD_CALL_CALLS, abs=0.1)
     assert median("backward_call_us") == pytest.approx(ch.BACKWARD_CALL_CALLS, abs=0.1)
     assert median("autograd_function_us") == pytest.approx(ch.AUTOGRAD_FUNCTION_CALLS, abs=0.1)
     # a graph call costs the host far more than a launch: the per-call costs are not noise
     assert ch.FORWARD_CALL_CALLS > 10 * ch.GENERATED_LAUNCH_CALLS
+
+
+def test_a_backward_convolution_costs_the_host_about_three_forward_ones() -> None:
+    """GIVEN every compiled step with convolutions (both folders: deeplabv3, resnet18_b4,
+    vit_small's patch embedding; mobilenet_v3_small and resnet34 recorded later), WHEN each
+    convolution op's host cost is read off its trace in launch calls, THEN the constants are
+    the medians of the forward and of the backward ops, and on each training step with both the
+    backward op (two cuDNN calls: input and weight gradients) costs at least twice the forward."""
+    steps = [c for _, c in compiled_steps(COMPILED) + compiled_steps(COMPILED_SECOND)
+             if c.launch_call_us]
+    forward = [c.convolution_op_us / c.launch_call_us for c in steps
+               if c.convolution_op_us is not None and c.launch_call_us]
+    backward = [c.convolution_backward_op_us / c.launch_call_us for c in steps
+                if c.convolution_backward_op_us is not None and c.launch_call_us]
+    assert len(forward) == 4 and len(backward) == 4
+    assert statistics.median(forward) == pytest.approx(ch.CONVOLUTION_OP_CALLS, abs=0.01)
+    assert statistics.median(backward) == pytest.approx(ch.CONVOLUTION_BACKWARD_OP_CALLS,
+                                                        abs=0.01)
+    both = [c for c in steps if c.convolution_op_us and c.convolution_backward_op_us]
+    assert len(both) == 3
+    assert all(c.convolution_backward_op_us > 2 * c.convolution_op_us for c in both
+               if c.convolution_op_us and c.convolution_backward_op_us)
 
 
 @pytest.mark.slow

@@ -7,7 +7,9 @@ dispatcher's per-op work, autograd's bookkeeping. What replaces it:
 - **Per kernel launched**, the generated wrapper's Python: for a kernel Inductor generates
   (Triton), its ``CachingAutotuner.run`` and launcher, then ``cuLaunchKernel``; for an extern
   op (a cuBLAS GEMM, a cuDNN convolution, an ATen fallback) the ATen call the wrapper makes
-  (the dispatcher without autograd) and its kernels' launches; the buffers it allocates.
+  (the dispatcher without autograd) and its kernels' launches; the buffers it allocates. A
+  convolution's backward (``aten::convolution_backward``: the input and the weight gradients,
+  two cuDNN calls with their engines and plans) costs about three forward convolutions.
 - **Per call of a compiled graph**: Dynamo's guards (``TorchDynamo Cache Lookup``), the
   AOTAutograd runtime wrapper and its autograd function (``CompiledFunction``), the generated
   call's prologue (a size and stride check per input), forward; the
@@ -29,7 +31,9 @@ took twice as long in one recording as in another, and so did its launch calls).
 is kept in units of the trace's own median ``cudaLaunchKernel`` call (``launch_call_us``) and
 applied in the units of the trace diagnosed. The constants are the medians over the six
 compiled steps of ``tests/data/diagnose/compiled`` (one H200 host, torch 2.11, 2026-12-01,
-``scripts/h200/compiled_steps.py``; ``tests/diagnose/test_compiled_host.py`` recomputes them).
+``scripts/h200/compiled_steps.py``; ``tests/diagnose/test_compiled_host.py`` recomputes them);
+the convolutions' over every compiled step with convolutions, those of
+``tests/data/diagnose/compiled_second`` (recorded later the same day) included.
 """
 
 from __future__ import annotations
@@ -51,10 +55,16 @@ EXTERN_OP_CALLS = 4.18
 """Host time per extern op other than a convolution (a GEMM, an ATen fallback: its kernels)
 the generated code calls, in launch calls: median of the six compiled steps' medians
 (2.11-11.95; 23.3-92.9 µs; ``measure``)."""
-CONVOLUTION_OP_CALLS = 6.99
-"""Host time per extern convolution op (its cuDNN kernels), in launch calls: median of the
-three compiled steps with convolutions (6.71-9.60; 52.2-77.2 µs; ``measure``): cuDNN's
-engine and plan per call cost the host more than a cuBLAS GEMM's."""
+CONVOLUTION_OP_CALLS = 3.53
+"""Host time per extern forward convolution op (``aten::convolution``/``cudnn_convolution``: one
+cuDNN call), in launch calls: median of the four compiled steps with convolutions in either
+folder (``tests/data/diagnose/compiled`` and ``compiled_second``: 0.96 mobilenet_v3_small,
+3.38 resnet34, 3.67 resnet18_b4, 5.23 deeplabv3; ``measure``)."""
+CONVOLUTION_BACKWARD_OP_CALLS = 10.45
+"""Host time per extern ``aten::convolution_backward`` op, in launch calls: median of the four
+compiled training steps with convolutions (6.99 vit_small, 7.98 resnet18_b4, 12.92 deeplabv3,
+15.15 resnet34; ``measure``): the input and the weight gradients are two cuDNN calls, each
+with its engine and plan, so a backward convolution costs the host about three forward ones."""
 FORWARD_CALL_CALLS = 74.5
 """Host time per call of a compiled forward graph beyond its ops' (guards, the runtime
 wrapper, the autograd function, the generated call's prologue up to its first launch), in
@@ -79,6 +89,8 @@ normalization gradients) are kernels of their own. Not measured on inference."""
 CONVOLUTION_OP = re.compile(r"convolution")
 """ATen's convolution ops (``aten::convolution``, ``aten::cudnn_convolution``,
 ``aten::convolution_backward``)."""
+CONVOLUTION_BACKWARD_OP = re.compile(r"convolution_backward")
+"""The backward ones (``aten::convolution_backward``: input and weight gradients)."""
 LAUNCH_CALL = re.compile(r"^(cuda|hip)LaunchKernel$")
 """The runtime's kernel-launch call: the unit of the costs."""
 GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph")
@@ -104,6 +116,8 @@ class CompiledHostCost:
     extern_op_us: float | None
     """Per extern op other than a convolution."""
     convolution_op_us: float | None
+    """Per forward convolution op."""
+    convolution_backward_op_us: float | None
     forward_call_us: float | None
     backward_call_us: float | None
     autograd_function_us: float | None
@@ -120,6 +134,7 @@ class HostCosts:
     generated_launch_us: float
     extern_op_us: float
     convolution_op_us: float
+    convolution_backward_op_us: float
     forward_call_us: float
     inference_call_us: float
     backward_call_us: float
@@ -130,7 +145,8 @@ def host_costs(trace: Trace, fallback_launch_call_us: float) -> HostCosts:
     where it has none)."""
     unit = launch_call_us(trace) or fallback_launch_call_us
     return HostCosts(GENERATED_LAUNCH_CALLS * unit, EXTERN_OP_CALLS * unit,
-                     CONVOLUTION_OP_CALLS * unit, FORWARD_CALL_CALLS * unit,
+                     CONVOLUTION_OP_CALLS * unit, CONVOLUTION_BACKWARD_OP_CALLS * unit,
+                     FORWARD_CALL_CALLS * unit,
                      (FORWARD_CALL_CALLS - AUTOGRAD_FUNCTION_CALLS) * unit,
                      BACKWARD_CALL_CALLS * unit)
 
@@ -177,10 +193,12 @@ def measure(trace: Trace) -> CompiledHostCost:
     kind = np.concatenate(kinds) if kinds else np.zeros(0, dtype=bool)
     op = np.concatenate(op_rows) if op_rows else np.zeros(0, dtype=np.int64)
     conv = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_OP), False)[op]
+    backward = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_BACKWARD_OP), False)[op]
     return CompiledHostCost(
         generated_launch_us=_median(launch_us[kind]),
         extern_op_us=_median(launch_us[~kind & ~conv]),
-        convolution_op_us=_median(launch_us[~kind & conv]),
+        convolution_op_us=_median(launch_us[~kind & conv & ~backward]),
+        convolution_backward_op_us=_median(launch_us[~kind & backward]),
         forward_call_us=_call_us(trace, FORWARD_REGION, calls, inside_us, cost),
         backward_call_us=_call_us(trace, BACKWARD_REGION, calls, inside_us, cost),
         autograd_function_us=_call_us(trace, AUTOGRAD_FUNCTION_REGION, calls,

@@ -3,9 +3,9 @@
 Applies ``compiled_host``'s costs (in units of the trace's own launch call) to the kernels the
 compiled part of an eager step still launches: per memory-bound kernel Inductor generates a
 Triton launch (``TRAINING_LAUNCHES_PER_KERNEL`` of them in a step with a backward); per extern
-op (a GEMM, an ATen fallback; a convolution costs more) one call of it from the wrapper,
-whatever number of kernels it launches; per step one forward call, and one backward call
-where the step has a backward.
+op (a GEMM, an ATen fallback; a convolution costs its own, a backward one about three forward
+ones) one call of it from the wrapper, whatever number of kernels it launches; per step one
+forward call, and one backward call where the step has a backward.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
 from aiprof.diagnose.compiled_host import (
+    CONVOLUTION_BACKWARD_OP,
     CONVOLUTION_OP,
     TRAINING_LAUNCHES_PER_KERNEL,
     backward_spans,
@@ -51,8 +52,10 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
                                                  else 1.0)
     op = gpu.op_row[rows]
     conv = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_OP), False)[op]
+    conv_backward = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_BACKWARD_OP), False)[op]
     cost = np.where(generated, per_generated,
-                    np.where(conv, costs.convolution_op_us, costs.extern_op_us))
+                    np.where(conv_backward, costs.convolution_backward_op_us,
+                             np.where(conv, costs.convolution_op_us, costs.extern_op_us)))
     cost[~generated & ~first_of_their_op(op, at)] = 0.0  # one dispatch an op
     forward_call = costs.forward_call_us if training else costs.inference_call_us
     steps = trace.steps

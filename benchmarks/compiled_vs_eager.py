@@ -1,0 +1,152 @@
+"""The compile model against the compiled steps: each eager step of the counterfactual suite
+that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``).
+
+    python benchmarks/compiled_vs_eager.py
+
+Prints Markdown, per workload: the GPU time per step of the eager step's kernels, of the compile
+model's kernels (``unfused_elementwise.change``) and of the compiled step's kernels, each split
+into cuDNN/cuBLAS kernels (``kernel_kinds.GEMM_OR_CONV``), cuDNN's NCHW<->NHWC conversions
+(``tensor.layout.CONVERSION_KERNEL``) and the rest; the compiled step's Triton kernels per
+kernel the model keeps; and the step under compile over the eager step, as
+the model replays it and as the compiled-step session timed it (medians of its rounds: where
+both steps are host-bound the host's speed cancels in that ratio). Then, per compiled step
+with Inductor's BatchNorm kernels (``triton_*`` named after ``batch_norm``), their time per
+step and the rate they reach (the bytes of their recorded arguments, inputs and outputs,
+over their time; medians over the kernels whose largest argument exceeds 1 MB and 16 MB).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from math import prod
+from pathlib import Path
+
+import numpy as np
+
+from aiprof.analysis.gpu_window import gpu_window
+from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
+from aiprof.diagnose.compiled_host import TRITON_KERNEL
+from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.replay import replay
+from aiprof.diagnose.rules import unfused_elementwise
+from aiprof.evaluation import load_suite
+from aiprof.tensor.layout import CONVERSION_KERNEL
+from aiprof.trace import Trace, load_trace
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose"
+FOLDERS = ("compiled", "compiled_second")
+
+
+def split_ms(trace: Trace, rows: np.ndarray, dur_us: np.ndarray) -> tuple[float, float, float]:
+    """(cuDNN/cuBLAS, layout conversions, the rest) of ``dur_us`` over ``rows``, ms per step."""
+    ids = trace.gpu_ops.name_id[rows]
+    conversion = trace.strings.mask(ids, CONVERSION_KERNEL)
+    lib = trace.strings.mask(ids, GEMM_OR_CONV) & ~conversion
+    rest = ~lib & ~conversion
+    steps = max(len(trace.steps), 1) * 1e3
+    return (float(dur_us[lib].sum()) / steps, float(dur_us[conversion].sum()) / steps,
+            float(dur_us[rest].sum()) / steps)
+
+
+def kept_kernels(ctx: Context) -> float:
+    """Memory-bound kernels of the compiled part per step, each fused run counted once."""
+    from aiprof.diagnose.compiled import compiled_runs, eager_spans, launched_in  # after rules
+
+    trace = ctx.trace
+    rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
+    rows = rows[~launched_in(ctx, rows, eager_spans(ctx))]
+    ids = trace.gpu_ops.name_id[rows]
+    mem = int(np.count_nonzero(trace.strings.mask(ids, ELEMENTWISE)
+                               & ~trace.strings.mask(ids, GEMM_OR_CONV)))
+    runs = compiled_runs(ctx)
+    return (mem - sum(len(r) for r in runs) + len(runs)) / max(len(trace.steps), 1)
+
+
+def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, object]) -> str:
+    trace = load_trace(eager_path)
+    ctx = Context(trace, DiagnoseOptions())
+    change = unfused_elementwise.change(ctx)
+    rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
+    eager_us = trace.gpu_ops.dur_us[rows]
+    model_us = np.array([change.gpu_dur_us.get(int(r), float(d)) if change else float(d)
+                         for r, d in zip(rows, eager_us, strict=True)])
+    compiled = load_trace(compiled_path)
+    crow = gpu_window(compiled).rows
+    kernels = compiled.kernels
+    triton = compiled.strings.mask(kernels.name_id, TRITON_KERNEL) & (kernels.launch_row >= 0)
+    per_kept = float(np.count_nonzero(triton)) / max(len(compiled.steps), 1) / max(
+        kept_kernels(ctx), 1.0)
+    modelled = replay(ctx.timeline, change) / ctx.base_us if change and ctx.base_us else 1.0
+    base = entry.get("base_rounds_ms")
+    fixed = entry.get("compile_rounds_ms")
+    timed = (statistics.median(fixed) / statistics.median(base)
+             if isinstance(base, list) and isinstance(fixed, list) else float("nan"))
+    cells = [split_ms(trace, rows, eager_us), split_ms(trace, rows, model_us),
+             split_ms(compiled, crow, compiled.gpu_ops.dur_us[crow])]
+    gpu = " | ".join(f"{a + b + c:.2f} ({a:.2f} + {b:.2f} + {c:.2f})" for a, b, c in cells)
+    return f"| {name} | {gpu} | {per_kept:.2f} | {modelled:.2f} | {timed:.2f} |"
+
+
+BATCH_NORM_TRITON = re.compile(r"^triton_(red|per|poi)_.*batch_norm")
+ELEMENT_BYTES = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "double": 8, "long int": 8,
+                 "int": 4, "bool": 1}
+"""Bytes per element of the argument types the profiler records (4 where not listed)."""
+
+
+def batch_norm_rates(trace: Trace) -> str | None:
+    """BatchNorm Triton ms per step; median TB/s of reductions and pointwise kernels over 1 and
+    16 MB (None without such kernels)."""
+    gpu, ops = trace.gpu_ops, trace.cpu_ops
+    rows = np.flatnonzero(trace.strings.mask(gpu.name_id, BATCH_NORM_TRITON) & (gpu.op_row >= 0))
+    if not len(rows):
+        return None
+    rates: dict[tuple[str, float], list[float]] = {}
+    for r in rows.tolist():
+        op = int(gpu.op_row[r])
+        dims = trace.json_value(int(ops.input_dims_id[op])) if ops.input_dims_id[op] >= 0 else []
+        types = trace.json_value(int(ops.input_types_id[op])) if ops.input_types_id[op] >= 0 else []
+        sizes = [prod(d) * ELEMENT_BYTES.get(str(t), 4)
+                 for d, t in zip(dims or [], types or [], strict=False)
+                 if isinstance(d, list) and d and all(isinstance(v, int) for v in d)]
+        kind = "pointwise" if trace.name(int(gpu.name_id[r])).startswith("triton_poi") \
+            else "reduction"
+        for floor in (1e6, 16e6):
+            if sizes and max(sizes) > floor and gpu.dur_us[r] > 0:
+                rates.setdefault((kind, floor), []).append(sum(sizes) / gpu.dur_us[r] / 1e6)
+    ms = float(gpu.dur_us[rows].sum()) / max(len(trace.steps), 1) / 1e3
+    cells = [f"{statistics.median(rates[(k, f)]):.2f} ({len(rates[(k, f)])})"
+             if (k, f) in rates else "-"
+             for k in ("reduction", "pointwise") for f in (1e6, 16e6)]
+    return f"{ms:.2f} | " + " | ".join(cells)
+
+
+def main() -> None:
+    suite = {w.name: w for w in load_suite(DATA / "counterfactual")}
+    print("| workload | eager GPU ms/step (library + conversions + rest) | compile model | "
+          "compiled step | "
+          "Triton kernels per kept kernel | compiled/eager step, model | timed |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: |")
+    for folder in FOLDERS:
+        doc = json.loads((DATA / folder / "compiled_steps.json").read_text())
+        for entry in doc["workloads"]:
+            name = entry["workload"]
+            if "trace" not in entry or name not in suite:
+                continue
+            path = suite[name].trace
+            eager_path = path if path.is_file() else next(path.glob("*.trace.json.gz"))
+            print(row(name, eager_path, DATA / folder / entry["trace"], entry))
+    print()
+    print("| compiled step | BatchNorm Triton ms/step | reductions TB/s > 1 MB (kernels) | "
+          "> 16 MB | pointwise > 1 MB | > 16 MB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for folder in FOLDERS:
+        for path in sorted((DATA / folder).glob("*.compiled.trace.json.gz")):
+            rates = batch_norm_rates(load_trace(path))
+            if rates:
+                print(f"| {path.name.split('.')[0]} | {rates} |")
+
+
+if __name__ == "__main__":
+    main()
