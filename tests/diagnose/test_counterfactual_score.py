@@ -177,9 +177,9 @@ def test_counterfactual_suite_holds_its_floors() -> None:
     """What the models reach today (parts 1 and 2, 26 workloads, the re-run of the nine
     noisiest, pooled, torch.compile measured on the 13 whose part had skipped it, and the
     fixes measured in 3 rounds that spread over 15 points re-measured in 6; H200,
-    2026-12-01; the compile model's host and convolution costs since): a change that loses a hit, or adds a
-    false positive, fails here, apart from
-    the acceptance below, which still fails."""
+    2026-12-01; the compile model's host and convolution costs, and the NHWC BatchNorm model,
+    since): a change that loses a hit, or adds a false positive, fails here, apart from the
+    acceptance below, which still fails."""
     suite = counterfactual_score()
     assert len(suite.workloads) >= 24 and suite.gain_cases >= 48
     assert suite.top1_hits >= 19 and suite.gain_hits >= 32 and suite.false_positives == 0, (
