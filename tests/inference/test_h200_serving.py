@@ -364,7 +364,8 @@ def test_the_latest_serving_overhead_is_under_50_us_per_request(latest_doc):
 # (``fresh_dispatch``) and the queued group path kept as a baseline; the sixth (2026-12-02
 # 01:03 UTC, at 3be2b60, h200_serving_0103.json) with each model's batch assembled the way
 # that had the lowest P99 under load when timed on the H200 first (``direct`` for ResNet-50:
-# each request's row copied from pinned memory into the device buffer; ``take`` for BERT).
+# each request's row copied from pinned memory into the device buffer; ``take`` for BERT);
+# the seventh (01:47 UTC, the same commit but for tests and data) to see whether it repeats.
 LATER = {
     "21:48": {
         "date": "2026-12-01",
@@ -398,6 +399,21 @@ LATER = {
         "overhead": "56.1, 54.5 and 55.4 us per request (median 55.4) at a mean batch of "
                     "1.44, against 25.1-26.1 for an echo from the loop; the batcher's own "
                     "Python 6.9-9.5 us of it"},
+    "01:47": {
+        "date": "2026-12-02",
+        "file": "h200_serving_0147.json",
+        "bound": {("resnet50", "bfloat16"): "P99 32.1 ms at 80% load against a bound of 11.1 "
+                                            "ms: a stall, the tail in 4 of the run's 100 ms "
+                                            "windows, its worst request 34.9 ms"},
+        "simulator": {
+            ("resnet50", "float32", "40% of capacity"): "P99 -53.3%",
+            ("resnet50", "bfloat16", "40% of capacity"): "P99 -17.7%",
+            ("resnet50", "bfloat16", "80% of capacity"): "P50/P99 -55.7/-62.9%",
+            ("bert-base", "float32", "40% of capacity"): "P99 -10.5%",
+            ("bert-base", "float32", "80% of capacity"): "P99 -18.7%"},
+        "overhead": "60.4, 60.0 and 74.2 us per request (median 60.4), the batcher's own "
+                    "Python 10.4-11.5 us and an echo from the loop 29.0-35.7 us: a slower "
+                    "host than at 01:03"},
 }
 
 
