@@ -57,3 +57,18 @@ def test_the_report_diagnoses_each_rank_once_or_reuses_the_diagnosis(
     again = report_data(traces, "t", diagnosis=data.diagnosis)
     assert len(calls) == 1 and again.diagnosis is data.diagnosis
     assert len(again.ranks) == 1
+
+
+def test_a_model_module_imports_first_in_a_fresh_interpreter() -> None:
+    """``diagnose/compiled.py`` uses helpers of two rule modules, and ``unfused_elementwise``
+    uses it: the vocabulary is discovered when it is first used, not when ``rules`` is imported,
+    so importing the model first does not meet the rule half-built."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import aiprof.diagnose.compiled as c; "
+         "from aiprof.diagnose.rules import RULES; print(len(RULES), c.compile_change.__name__)"],
+        capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.split() == [str(len(RULES)), "compile_change"]
