@@ -23,7 +23,9 @@ def all_fixes(changes: list[Change]) -> Change:
 def combined_gain_pct(ctx: Context | None, findings: list[Finding]) -> float:
     """Every finding's fix applied at once: one replay of all their changes; the gains that do
     not come from the replay (communication on a CPU-only run, stragglers) then come off the
-    step it leaves. Never above the sum of the parts, nor 100."""
+    step it leaves. Never above the sum of the parts, nor 100, nor below the largest fix alone
+    (a fix the replay finds harmful on top of the others, as ``torch.compile``'s host cost can be
+    once another fix shortened the GPU's work, is left out)."""
     return combine_gains(replayed_gain_pct(ctx, findings), findings)
 
 
@@ -39,7 +41,8 @@ def combine_gains(replayed: float, findings: list[Finding]) -> float:
     outside = [f.estimated_gain_pct for f in findings if f.change is None]
     remaining = (100.0 - replayed) * math.prod(1.0 - min(g, 100.0) / 100.0 for g in outside)
     total = sum(f.estimated_gain_pct for f in findings)
-    return float(max(0.0, min(100.0 - remaining, total, 100.0)))
+    largest = max((f.estimated_gain_pct for f in findings), default=0.0)
+    return float(max(0.0, largest, min(100.0 - remaining, total, 100.0)))
 
 
 def verdict(findings: list[Finding], options: DiagnoseOptions, analysed: bool, step_us: float,
