@@ -21,6 +21,7 @@ from aiprof.trace import Trace, load_trace
 
 COMPILED = Path(__file__).resolve().parents[1] / "data" / "diagnose" / "compiled"
 COMPILED_SECOND = COMPILED.parent / "compiled_second"
+COMPILED_THIRD = COMPILED.parent / "compiled_third"
 SUITE = COMPILED.parent / "counterfactual"
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
@@ -49,11 +50,37 @@ def test_the_constants_are_the_medians_of_the_compiled_steps_in_launch_calls() -
 
     assert median("generated_launch_us") == pytest.approx(ch.GENERATED_LAUNCH_CALLS, abs=0.01)
     assert median("extern_op_us") == pytest.approx(ch.EXTERN_OP_CALLS, abs=0.01)
-    assert median("forward_call_us") == pytest.approx(ch.FORWARD_CALL_CALLS, abs=0.1)
     assert median("backward_call_us") == pytest.approx(ch.BACKWARD_CALL_CALLS, abs=0.1)
-    assert median("autograd_function_us") == pytest.approx(ch.AUTOGRAD_FUNCTION_CALLS, abs=0.1)
     # a graph call costs the host far more than a launch: the per-call costs are not noise
-    assert ch.FORWARD_CALL_CALLS > 10 * ch.GENERATED_LAUNCH_CALLS
+    assert median("forward_call_us") > 10 * ch.GENERATED_LAUNCH_CALLS
+
+
+def test_a_training_forward_call_costs_the_host_per_parameter() -> None:
+    """GIVEN the nine compiled training steps of the three folders (8-213 parameters), WHEN
+    each forward graph call's cost is read off its trace in launch calls, THEN the constants are
+    the Theil-Sen line through them (the median pairwise slope; the median intercept), and the
+    line predicts the calls better than their median does (median relative error); the two
+    inference steps with a launch call give the inference call's constant."""
+    steps = [c for _, c in compiled_steps(COMPILED) + compiled_steps(COMPILED_SECOND)
+             + compiled_steps(COMPILED_THIRD) if c.launch_call_us and c.forward_call_us]
+    training = [(c.parameters_per_step, c.forward_call_us / c.launch_call_us) for c in steps
+                if c.backward_call_us is not None and c.forward_call_us and c.launch_call_us]
+    assert len(training) == 9 and min(p for p, _ in training) < 10 < 200 < max(
+        p for p, _ in training)
+    slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(training)
+              for x2, y2 in training[i + 1:] if x2 != x1]
+    slope = statistics.median(slopes)
+    intercept = statistics.median(y - slope * x for x, y in training)
+    assert slope == pytest.approx(ch.FORWARD_CALL_PER_PARAMETER_CALLS, abs=0.01)
+    assert intercept == pytest.approx(ch.FORWARD_CALL_BASE_CALLS, abs=0.1)
+    middle = statistics.median(y for _, y in training)
+    line_error = statistics.median(abs(intercept + slope * x - y) / y for x, y in training)
+    median_error = statistics.median(abs(middle - y) / y for _, y in training)
+    assert line_error < 0.5 * median_error
+    inference = [c.forward_call_us / c.launch_call_us for c in steps
+                 if c.backward_call_us is None and c.forward_call_us and c.launch_call_us]
+    assert len(inference) == 2
+    assert statistics.median(inference) == pytest.approx(ch.INFERENCE_CALL_CALLS, abs=0.1)
 
 
 def test_a_backward_convolution_costs_the_host_about_three_forward_ones() -> None:
@@ -121,7 +148,26 @@ def test_host_costs_scale_with_the_traces_launch_call(tmp_path: Path) -> None:
     slow_costs = ch.host_costs(_trace(slow, tmp_path / "slow.json.gz"), 1.0)
     assert slow_costs.generated_launch_us == pytest.approx(2 * fast_costs.generated_launch_us)
     assert fast_costs.generated_launch_us == pytest.approx(4.0 * ch.GENERATED_LAUNCH_CALLS)
-    assert fast_costs.inference_call_us < fast_costs.forward_call_us
+    # no parameter accumulated: a training call's base cost, below an inference call's
+    assert fast_costs.forward_call_us == pytest.approx(4.0 * ch.FORWARD_CALL_BASE_CALLS)
+    assert fast_costs.inference_call_us == pytest.approx(4.0 * ch.INFERENCE_CALL_CALLS)
+
+
+def test_a_training_forward_call_costs_more_with_more_parameters(tmp_path: Path) -> None:
+    """A step whose backward accumulated 100 parameters (the engine's ``AccumulateGrad`` node
+    per parameter) pays 100 x ``FORWARD_CALL_PER_PARAMETER_CALLS`` launch calls more per
+    forward call than one with none; the inference call does not change."""
+    none, many = TraceBuilder(), TraceBuilder()
+    for b in (none, many):
+        b.kernel(ADD, 0.0, 10.0, 5.0, launch_dur=4.0)
+    for k in range(100):
+        many.cpu_op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                    12.0 + 0.05 * k, 0.04)
+    bare = ch.host_costs(_trace(none, tmp_path / "none.json.gz"), 1.0)
+    costs = ch.host_costs(_trace(many, tmp_path / "many.json.gz"), 1.0)
+    assert costs.forward_call_us - bare.forward_call_us == pytest.approx(
+        4.0 * 100 * ch.FORWARD_CALL_PER_PARAMETER_CALLS)
+    assert costs.inference_call_us == bare.inference_call_us
 
 
 def _trace(b: TraceBuilder, path: Path) -> Trace:

@@ -33,7 +33,10 @@ applied in the units of the trace diagnosed. The constants are the medians over 
 compiled steps of ``tests/data/diagnose/compiled`` (one H200 host, torch 2.11, 2026-12-01,
 ``scripts/h200/compiled_steps.py``; ``tests/diagnose/test_compiled_host.py`` recomputes them);
 the convolutions' over every compiled step with convolutions, those of
-``tests/data/diagnose/compiled_second`` (recorded later the same day) included.
+``tests/data/diagnose/compiled_second`` (recorded later the same day) included; the forward
+call's over the training steps of all three folders (``compiled_third``: 2026-12-02), per
+parameter: Dynamo's guards, the runtime wrapper and the generated call's prologue touch every
+graph input, and a training forward call cost 31 launch calls with 8 parameters, 299 with 213.
 """
 
 from __future__ import annotations
@@ -65,16 +68,24 @@ CONVOLUTION_BACKWARD_OP_CALLS = 10.45
 compiled training steps with convolutions (6.99 vit_small, 7.98 resnet18_b4, 12.92 deeplabv3,
 15.15 resnet34; ``measure``): the input and the weight gradients are two cuDNN calls, each
 with its engine and plan, so a backward convolution costs the host about three forward ones."""
-FORWARD_CALL_CALLS = 74.5
-"""Host time per call of a compiled forward graph beyond its ops' (guards, the runtime
-wrapper, the autograd function, the generated call's prologue up to its first launch), in
-launch calls: median of the six compiled steps' medians (31-254; 211-1,577 µs, more with more
-graph inputs; ``measure``)."""
-AUTOGRAD_FUNCTION_CALLS = 20.7
-"""The autograd function's own part of a forward call (``CompiledFunction`` beyond its graph
-call), in launch calls: median of the six compiled steps' (13-67; 91-419 µs; ``measure``).
-A forward call without autograd (inference) costs ``FORWARD_CALL_CALLS`` less this; no
-compiled inference step is recorded yet."""
+FORWARD_CALL_BASE_CALLS = 21.8
+"""A compiled training forward call's cost without parameters, in launch calls: the
+Theil-Sen line's intercept (the median of ``call - slope x parameters``) over the nine compiled
+training steps of ``tests/data/diagnose/compiled``, ``compiled_second`` and ``compiled_third``
+(``measure``; 8-213 parameters, 31-299 launch calls)."""
+FORWARD_CALL_PER_PARAMETER_CALLS = 1.18
+"""A compiled training forward call's cost per parameter (``AccumulateGrad`` per step: each
+parameter is an input of the graph, which Dynamo's guards, the AOTAutograd runtime wrapper and
+the generated call's size and stride checks each touch), in launch calls: the Theil-Sen slope
+(median of the pairwise slopes) over the same nine steps (``measure``). It predicts them within
+15% at the median (vit_small, whose launch calls were slow for its host, 2.0x over), against
+41% for the median call of the first six steps (74.5: deeplabv3's 254, efficientnet_b0's 299)."""
+INFERENCE_CALL_CALLS = 57.6
+"""Host time per call of a compiled forward graph without autograd (inference), in launch
+calls: median of the two compiled inference steps with a launch call (52.9 mobilenet_v3_small,
+62.3 resnet50_pageable_bf16; ``measure``, ``compiled_second``, ``compiled_third``); the
+first six steps' median training call less its autograd function's part (``CompiledFunction``
+beyond its graph call, median 20.7), 53.8, predicted them within 15%."""
 BACKWARD_CALL_CALLS = 54.0
 """Host time per call of a compiled backward graph beyond its ops', in launch calls: median of
 the six compiled steps' medians (19-99; 139-733 µs; ``measure``)."""
@@ -104,6 +115,9 @@ AUTOGRAD_FUNCTION_REGION = re.compile(r"^CompiledFunction$")
 TRITON_KERNEL = re.compile(r"^triton_")
 AUTOGRAD_FUNCTION = re.compile(r"^autograd::engine::evaluate_function")
 ACCUMULATE_GRAD = re.compile(r"AccumulateGrad")
+PARAMETER_GRAD = re.compile(
+    r"^autograd::engine::evaluate_function: torch::autograd::AccumulateGrad")
+"""The engine's node per parameter of a backward (one a parameter and backward)."""
 
 Cost = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -124,6 +138,8 @@ class CompiledHostCost:
     launch_call_us: float | None
     """The trace's median ``cudaLaunchKernel`` call: the unit of the constants."""
     num_graph_calls: int
+    parameters_per_step: float
+    """The parameters a step's backward accumulated (``parameters_per_step``)."""
     profiler_overhead_us: float
 
 
@@ -136,6 +152,7 @@ class HostCosts:
     convolution_op_us: float
     convolution_backward_op_us: float
     forward_call_us: float
+    """A training forward call's, with the trace's parameters (``parameters_per_step``)."""
     inference_call_us: float
     backward_call_us: float
 
@@ -144,11 +161,19 @@ def host_costs(trace: Trace, fallback_launch_call_us: float) -> HostCosts:
     """The constants in units of ``trace``'s median launch call (``fallback_launch_call_us``
     where it has none)."""
     unit = launch_call_us(trace) or fallback_launch_call_us
+    forward_calls = (FORWARD_CALL_BASE_CALLS
+                     + FORWARD_CALL_PER_PARAMETER_CALLS * parameters_per_step(trace))
     return HostCosts(GENERATED_LAUNCH_CALLS * unit, EXTERN_OP_CALLS * unit,
                      CONVOLUTION_OP_CALLS * unit, CONVOLUTION_BACKWARD_OP_CALLS * unit,
-                     FORWARD_CALL_CALLS * unit,
-                     (FORWARD_CALL_CALLS - AUTOGRAD_FUNCTION_CALLS) * unit,
+                     forward_calls * unit, INFERENCE_CALL_CALLS * unit,
                      BACKWARD_CALL_CALLS * unit)
+
+
+def parameters_per_step(trace: Trace) -> float:
+    """Parameters a step's backward accumulates (``PARAMETER_GRAD`` nodes per step; one step
+    where the trace marks none): the compiled forward graph's parameter inputs."""
+    nodes = np.count_nonzero(trace.strings.mask(trace.cpu_ops.name_id, PARAMETER_GRAD))
+    return float(nodes) / max(len(trace.steps), 1)
 
 
 def launch_call_us(trace: Trace) -> float | None:
@@ -206,6 +231,7 @@ def measure(trace: Trace) -> CompiledHostCost:
                                       cost),
         launch_call_us=launch_call_us(trace),
         num_graph_calls=len(calls),
+        parameters_per_step=parameters_per_step(trace),
         profiler_overhead_us=overhead,
     )
 
