@@ -1,5 +1,6 @@
 """The compile model against the compiled steps: each eager step of the counterfactual suite
-that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``).
+that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``,
+``compiled_third``).
 
     python benchmarks/compiled_vs_eager.py
 
@@ -7,7 +8,8 @@ Prints Markdown, per workload: the GPU time per step of the eager step's kernels
 model's kernels (``unfused_elementwise.change``) and of the compiled step's kernels, each split
 into cuDNN/cuBLAS kernels (``kernel_kinds.GEMM_OR_CONV``), cuDNN's NCHW<->NHWC conversions
 (``tensor.layout.CONVERSION_KERNEL``) and the rest; the compiled step's Triton kernels per
-kernel the model keeps; and the step under compile over the eager step, as
+kernel the model keeps and per part of them (``compiled_kernels.part_count``: the kernels
+Inductor cannot merge); and the step under compile over the eager step, as
 the model replays it and as the compiled-step session timed it (medians of its rounds: where
 both steps are host-bound the host's speed cancels in that ratio). Then, per compiled step
 with Inductor's BatchNorm kernels (``triton_*`` named after ``batch_norm``), their time per
@@ -36,7 +38,7 @@ from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose"
-FOLDERS = ("compiled", "compiled_second")
+FOLDERS = ("compiled", "compiled_second", "compiled_third")
 
 
 def split_ms(trace: Trace, rows: np.ndarray, dur_us: np.ndarray) -> tuple[float, float, float]:
@@ -65,6 +67,8 @@ def kept_kernels(ctx: Context) -> float:
 
 
 def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, object]) -> str:
+    from aiprof.diagnose.compiled import kept_parts_per_step  # after rules
+
     trace = load_trace(eager_path)
     ctx = Context(trace, DiagnoseOptions())
     change = unfused_elementwise.change(ctx)
@@ -76,8 +80,9 @@ def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, objec
     crow = gpu_window(compiled).rows
     kernels = compiled.kernels
     triton = compiled.strings.mask(kernels.name_id, TRITON_KERNEL) & (kernels.launch_row >= 0)
-    per_kept = float(np.count_nonzero(triton)) / max(len(compiled.steps), 1) / max(
-        kept_kernels(ctx), 1.0)
+    per_step = float(np.count_nonzero(triton)) / max(len(compiled.steps), 1)
+    per_kept = per_step / max(kept_kernels(ctx), 1.0)
+    per_part = per_step / max(kept_parts_per_step(ctx), 1.0)
     modelled = replay(ctx.timeline, change) / ctx.base_us if change and ctx.base_us else 1.0
     base = entry.get("base_rounds_ms")
     fixed = entry.get("compile_rounds_ms")
@@ -86,7 +91,8 @@ def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, objec
     cells = [split_ms(trace, rows, eager_us), split_ms(trace, rows, model_us),
              split_ms(compiled, crow, compiled.gpu_ops.dur_us[crow])]
     gpu = " | ".join(f"{a + b + c:.2f} ({a:.2f} + {b:.2f} + {c:.2f})" for a, b, c in cells)
-    return f"| {name} | {gpu} | {per_kept:.2f} | {modelled:.2f} | {timed:.2f} |"
+    return (f"| {name} | {gpu} | {per_kept:.2f} | {per_part:.2f} | {modelled:.2f} "
+            f"| {timed:.2f} |")
 
 
 BATCH_NORM_TRITON = re.compile(r"^triton_(red|per|poi)_.*batch_norm")
@@ -126,8 +132,8 @@ def main() -> None:
     suite = {w.name: w for w in load_suite(DATA / "counterfactual")}
     print("| workload | eager GPU ms/step (library + conversions + rest) | compile model | "
           "compiled step | "
-          "Triton kernels per kept kernel | compiled/eager step, model | timed |")
-    print("| --- | --- | --- | --- | ---: | ---: | ---: |")
+          "Triton kernels per kept kernel | per part | compiled/eager step, model | timed |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: |")
     for folder in FOLDERS:
         doc = json.loads((DATA / folder / "compiled_steps.json").read_text())
         for entry in doc["workloads"]:

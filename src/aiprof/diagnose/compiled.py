@@ -50,7 +50,8 @@ from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.fusion_chains import MIN_LENGTH
 from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans, host_costs
-from aiprof.diagnose.compiled_launches import compiled_launches
+from aiprof.diagnose.compiled_kernels import part_count
+from aiprof.diagnose.compiled_launches import compiled_launches, generated_kernel
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.nhwc import nchw_batch_norm_durations
 from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, covered_between
@@ -180,22 +181,27 @@ def vectorized_rate(ctx: Context) -> float | None:
     return min(rate, bandwidth / 1e6)
 
 
-def fused_durations(ctx: Context) -> tuple[dict[int, float], np.ndarray]:
+def fused_durations(ctx: Context, runs: list[np.ndarray] | None = None
+                    ) -> tuple[dict[int, float], np.ndarray]:
     """New durations of the fused runs (the longest member kept, the others 0) and the rows
     of the kernels fused away. A kept member ATen ran without vector loads takes its bytes at
     the vectorized rate (``vectorized_rate``): the generated kernel indexes broadcast and
     strided operands and still loads vectors."""
-    dur = ctx.trace.gpu_ops.dur_us
     new: dict[int, float] = {}
     gone: list[int] = []
     kept: list[int] = []
-    for run in compiled_runs(ctx):
-        keep = int(run[int(np.argmax(dur[run]))])
+    for run in compiled_runs(ctx) if runs is None else runs:
+        keep = kept_row(ctx, run)
         kept.append(keep)
         gone += [int(r) for r in run if int(r) != keep]
     new.update(generated_durations(ctx, np.asarray(kept, dtype=np.int64)))
     new.update({r: 0.0 for r in gone})
     return new, np.asarray(gone, dtype=np.int64)
+
+
+def kept_row(ctx: Context, run: np.ndarray) -> int:
+    """The member of a fused run whose kernel stays (the longest)."""
+    return int(run[int(np.argmax(ctx.trace.gpu_ops.dur_us[run]))])
 
 
 def generated_durations(ctx: Context, kept: np.ndarray) -> dict[int, float]:
@@ -224,19 +230,49 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
     GEMMs padded, ``extra_gpu_dur_us`` (fused attention) applied; on the host, the CPU time of
     the compiled part (what runs outside the eager spans) replaced by the generated code's
     (``compiled_launches``)."""
-    fused, _ = fused_durations(ctx)
+    runs = compiled_runs(ctx)
+    fused, _ = fused_durations(ctx, runs)
     if not fused and not extra_gpu_dur_us:
         return None
     bandwidth = ctx.memory_bytes_per_s()
     norms = nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
     gpu_dur = {**norms, **padded_gemm_durations(ctx), **fused, **extra_gpu_dur_us}
     rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
-    stays = iv.union_all(eager_spans(ctx), accumulate_grad_spans(ctx.trace),
-                         waiting_ops(ctx, rows))
+    stays = stays_eager_spans(ctx, rows)
     rows = rows[~launched_in(ctx, rows, stays)]
     return Change(gpu_dur_us=gpu_dur, removed_cpu=iv.subtract(step_window(ctx.trace), stays),
                   added_cpu_us=compiled_launches(ctx.trace, rows, gpu_dur,
-                                                 ctx.timeline.launch_call_us))
+                                                 ctx.timeline.launch_call_us,
+                                                 {kept_row(ctx, r): r for r in runs}))
+
+
+def stays_eager_spans(ctx: Context, rows: np.ndarray) -> iv.Intervals:
+    """CPU spans whose work stays eager under compile (``eager_spans``, ``AccumulateGrad``, the
+    ops of ``rows`` that waited inside: ``waiting_ops``)."""
+    return iv.union_all(eager_spans(ctx), accumulate_grad_spans(ctx.trace),
+                        waiting_ops(ctx, rows))
+
+
+def stays_eager(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Per GPU op of ``rows``: launched where the step stays eager (``stays_eager_spans``)."""
+    return launched_in(ctx, rows, stays_eager_spans(ctx, rows))
+
+
+def kept_parts_per_step(ctx: Context) -> float:
+    """Parts (``compiled_kernels.part_count``) of the memory-bound kernels the compile model
+    keeps in the compiled part, per step, as ``compile_change`` counts them (kernels of ops
+    without recorded shapes count none)."""
+    trace = ctx.trace
+    runs = compiled_runs(ctx)
+    fused, _ = fused_durations(ctx, runs)
+    rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
+    rows = np.unique(rows[~stays_eager(ctx, rows)])
+    rows = rows[np.array([fused.get(int(r), 1.0) > 0 for r in rows], dtype=bool)]
+    rows = rows[generated_kernel(trace, rows)]
+    by_kept = {kept_row(ctx, r): r for r in runs}
+    parts = [part_count(trace, by_kept.get(int(r), np.array([r], dtype=np.int64)))
+             for r in rows.tolist()]
+    return sum(p or 0 for p in parts) / max(len(trace.steps), 1)
 
 
 PADDED_GEMM = re.compile(r"^aten::(mm|addmm|bmm)$")

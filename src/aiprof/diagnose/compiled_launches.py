@@ -2,10 +2,13 @@
 
 Applies ``compiled_host``'s costs (in units of the trace's own launch call) to the kernels the
 compiled part of an eager step still launches: per memory-bound kernel Inductor generates a
-Triton launch (``TRAINING_LAUNCHES_PER_KERNEL`` of them in a step with a backward); per extern
+Triton launch; in a step with a backward, per kept kernel the Triton kernels of its run's parts
+(``compiled_kernels``: one per element count and per reduction; ``TRAINING_LAUNCHES_PER_KERNEL``
+where the trace has no shapes), in one without, one; per extern
 op (a GEMM, an ATen fallback; a convolution costs its own, a backward one about three forward
 ones) one call of it from the wrapper, whatever number of kernels it launches; per step one
-forward call, and one backward call where the step has a backward.
+forward call (per parameter in training), and one backward call where the step has a
+backward.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from aiprof.diagnose.compiled_host import (
     backward_spans,
     host_costs,
 )
+from aiprof.diagnose.compiled_kernels import kernels_per_row
 from aiprof.trace import Trace
 
 CUDNN_NORM = re.compile(r"^void cudnn::bn_(fw|bw)")
@@ -31,7 +35,8 @@ NCHW training): normalizations, which Inductor generates like ATen's."""
 
 
 def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, float],
-                      fallback_launch_call_us: float) -> dict[int, float]:
+                      fallback_launch_call_us: float,
+                      runs: dict[int, np.ndarray] | None = None) -> dict[int, float]:
     """Per GPU op row: the host's cost before the launch of each kernel of ``rows`` (GPU ops of
     the compiled part) that ``gpu_dur_us`` does not remove; the first of each step also pays a
     forward call (without autograd's part in a step without a backward), the first in the
@@ -45,11 +50,11 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
     at = rt.ts_us[gpu.launch_row[rows]]
     backward = iv.contains(backward_spans(trace), at)
     training = bool(backward.any())
-    names = gpu.name_id[rows]
-    generated = ((trace.strings.mask(names, ELEMENTWISE) | trace.strings.mask(names, CUDNN_NORM))
-                 & ~trace.strings.mask(names, GEMM_OR_CONV))
-    per_generated = costs.generated_launch_us * (TRAINING_LAUNCHES_PER_KERNEL if training
-                                                 else 1.0)
+    generated = generated_kernel(trace, rows)
+    kernels = (kernels_per_row(trace, rows, runs or {}) if training
+               else np.full(len(rows), np.nan))
+    kernels[np.isnan(kernels)] = TRAINING_LAUNCHES_PER_KERNEL if training else 1.0
+    per_generated = costs.generated_launch_us * kernels
     op = gpu.op_row[rows]
     conv = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_OP), False)[op]
     conv_backward = np.append(trace.strings.mask(ops.name_id, CONVOLUTION_BACKWARD_OP), False)[op]
@@ -66,6 +71,15 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
                 first = np.flatnonzero(part)[int(np.argmin(at[part]))]
                 cost[first] += call_us
     return dict(zip(rows.tolist(), cost.tolist(), strict=True))
+
+
+def generated_kernel(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per GPU op of ``rows``: a kernel Inductor generates instead (memory-bound, or cuDNN's
+    BatchNorm), not a library GEMM or convolution."""
+    names = trace.gpu_ops.name_id[rows]
+    return np.asarray((trace.strings.mask(names, ELEMENTWISE)
+                       | trace.strings.mask(names, CUDNN_NORM))
+                      & ~trace.strings.mask(names, GEMM_OR_CONV))
 
 
 def first_of_their_op(op_rows: np.ndarray, at: np.ndarray) -> np.ndarray:
