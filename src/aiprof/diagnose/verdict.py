@@ -23,9 +23,10 @@ def all_fixes(changes: list[Change]) -> Change:
 def combined_gain_pct(ctx: Context | None, findings: list[Finding]) -> float:
     """Every finding's fix applied at once: one replay of all their changes; the gains that do
     not come from the replay (communication on a CPU-only run, stragglers) then come off the
-    step it leaves. Never above the sum of the parts, nor 100, nor below the largest fix alone
-    (a fix the replay finds harmful on top of the others, as ``torch.compile``'s host cost can be
-    once another fix shortened the GPU's work, is left out)."""
+    step it leaves. Never above the sum of the parts, nor 100, nor below the largest fix alone:
+    applying that one alone is always open to the user, where the replay finds another fix
+    harmful on top of it (as ``torch.compile``'s host cost can be once TF32 shortened the GPU's
+    work)."""
     return combine_gains(replayed_gain_pct(ctx, findings), findings)
 
 

@@ -169,7 +169,7 @@ class RequestServer(asyncio.Protocol):
         """On the loop, when the connection has bytes (or is closed)."""
         assert self._sock is not None
         try:
-            data = self._receive(self._sock)
+            data = self._received.recv(self._sock)  # into a buffer kept: no allocation
         except (BlockingIOError, InterruptedError):
             return
         except OSError:  # reset by the client: as closed
@@ -179,10 +179,6 @@ class RequestServer(asyncio.Protocol):
         elif self._transport is not None:
             self._stop_reading()
             self._transport.close()  # connection_lost follows, on the loop
-
-    def _receive(self, sock: socket.socket) -> bytes:
-        """One read of the connection (into a buffer kept: no allocation per read)."""
-        return self._received.recv(sock)
 
     def _stop_reading(self) -> None:
         if self._sock is not None:
