@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.kineto_synth import TraceBuilder
+from tests.support.ranking import assert_ranked
 
 from aiprof.analysis.idle import stream_idle
 from aiprof.analysis.launch import launch_overhead
@@ -49,7 +50,6 @@ def test_idle_parts_add_up_and_gains_are_percentages(kernels: list) -> None:
             assert parts == pytest.approx(s.idle_us, abs=1e-6)
         assert launch_overhead(trace).num_launches == len(kernels)
         result = diagnose(trace)
-        gains = [f.estimated_gain_pct for f in result.findings]
-        assert all(0.0 <= g <= 100.0 for g in gains)
-        assert gains == sorted(gains, reverse=True)
+        assert all(0.0 <= f.estimated_gain_pct <= 100.0 for f in result.findings)
+        assert_ranked(result.document()["findings"])
         assert result.replay_step_us == pytest.approx(result.step_us, rel=0.05)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.kineto_synth import TraceBuilder, gpu_bound, launch_bound
+from tests.support.ranking import assert_ranked
 
 from aiprof.cli.main import main
 from aiprof.diagnose import diagnose
@@ -139,9 +140,7 @@ def test_json_contract_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["diagnose", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "aiprof.diagnosis/1" and isinstance(doc["verdict"], str)
-    gains = [f["estimated_gain_pct"] for f in doc["findings"]]
-    assert gains == sorted(gains, reverse=True)
-    assert [f["rank"] for f in doc["findings"]] == list(range(1, len(gains) + 1))
+    assert_ranked(doc["findings"])
     for f in doc["findings"]:
         assert f["category"] in CATEGORIES and f["fix"] and isinstance(f["evidence"], dict)
         assert f["severity"] in ("high", "medium", "low")

@@ -216,14 +216,33 @@ def _across_ranks(ranks: list[RankDiagnosis], alignment: str, notes: list[str]) 
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
-    """Sorted by estimated gain (highest first; equal gains by category), ranks 1..n.
+    """Sorted by estimated gain (highest first; equal gains by category), ranks 1..n; a finding
+    that ``needs_first`` another present one comes right after the last of those.
 
-    No reordering beyond that: a cause a CUDA graph cannot capture outranks ``cpu_bound``
-    through the gains themselves (``cpu_bound`` then counts only what graphs add once such
-    causes are fixed; rules/cpu_bound.py).
+    Rank 1 is then the largest gain of a fix that applies to the step as recorded: a whole-step
+    CUDA graph behind a sync, an ``empty_cache`` or a pageable copy cannot be captured until
+    that is fixed (``cpu_bound`` counts only what graphs add then; rules/cpu_bound.py).
     """
     ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
-    return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
+    present = {f.category for f in ordered}
+    placed: list[Finding] = []
+    waiting: list[Finding] = []
+
+    def ready(f: Finding) -> bool:
+        done = {p.category for p in placed}
+        return all(c in done for c in f.needs_first if c in present and c != f.category)
+
+    for f in ordered:
+        if not ready(f):
+            waiting.append(f)
+            continue
+        placed.append(f)
+        while ready_now := [w for w in waiting if ready(w)]:
+            for w in ready_now:
+                waiting.remove(w)
+                placed.append(w)
+    placed.extend(waiting)  # a cycle of prerequisites: by gain
+    return [replace(f, rank=i + 1) for i, f in enumerate(placed)]
 
 
 def _merge_ranks(findings: list[tuple[int, Finding]]) -> list[Finding]:

@@ -32,11 +32,16 @@ class Finding:
     model: str
     """The replay change behind ``estimated_gain_pct`` (docs/diagnose.md)."""
     rank: int = 0
-    """Position in the ranking (1 = largest gain), set by ``rank_findings``."""
+    """Position in the ranking (1 = largest gain of a fix that applies as recorded), set by
+    ``rank_findings``."""
     estimated_gain_ms_per_step: float = 0.0
     """The same gain in ms per step (of the replayed step; set by the engine)."""
     change: Change | None = field(default=None, repr=False, compare=False)
     """The replay change behind the gain (None for gains not from the replay); not in JSON."""
+    needs_first: tuple[str, ...] = ()
+    """The categories whose fixes this one cannot be applied before (a CUDA graph cannot
+    capture a sync, a steady-state cudaMalloc/cudaFree or a pageable copy): its gain is what
+    it adds once they are fixed, and it ranks after them."""
     withheld: str = ""
     """Why the rule cannot estimate this fix from the trace (its gain is then 0): the engine
     does not list the finding and gives this line as a note instead."""
@@ -78,6 +83,7 @@ class Diagnosis:
                     "severity": f.severity,
                     "estimated_gain_pct": round(f.estimated_gain_pct, 2),
                     "estimated_gain_ms_per_step": round(f.estimated_gain_ms_per_step, 3),
+                    "needs_first": list(f.needs_first),
                     "evidence": f.evidence,
                     "fix": f.fix,
                     "model": f.model,

@@ -53,11 +53,8 @@ def verdict(findings: list[Finding], options: DiagnoseOptions, analysed: bool, s
         return "No GPU activity in the trace: nothing to diagnose on the device side."
     worth = [f for f in findings if f.estimated_gain_pct >= options.worth_fixing_pct]
     if not worth:
-        largest = (
-            f" (largest: {findings[0].category}, {findings[0].estimated_gain_pct:.1f}%)"
-            if findings
-            else ""
-        )
+        best = max(findings, key=lambda f: f.estimated_gain_pct, default=None)
+        largest = f" (largest: {best.category}, {best.estimated_gain_pct:.1f}%)" if best else ""
         return (f"Nothing worth fixing: no cause would save {options.worth_fixing_pct:g}% or "
                 f"more of the {step_us / 1000:.2f} ms step{largest}.")
     top = worth[0]
@@ -66,6 +63,9 @@ def verdict(findings: list[Finding], options: DiagnoseOptions, analysed: bool, s
         f", then {' and '.join(outside)} on the step it leaves" if outside else "")
     together = (f"; all {len(findings)} fixes together: {combined_pct:.0f}% ({how})"
                 if len(findings) > 1 else "")
-    return (f"Step {step_us / 1000:.2f} ms; fix {top.category} first: up to "
+    first = [f.category for f in findings if f.category in top.needs_first]
+    what = (f"fix {' and '.join(first)} first, then {top.category}" if first
+            else f"fix {top.category} first")
+    return (f"Step {step_us / 1000:.2f} ms; {what}: up to "
             f"{top.estimated_gain_pct:.0f}% of the step ({len(worth)} finding(s) above "
             f"{options.worth_fixing_pct:g}%{together}).")

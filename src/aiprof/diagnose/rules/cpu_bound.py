@@ -139,6 +139,7 @@ def find(ctx: Context) -> Finding | None:
             "them), the gain is what graphs add to the step with those fixed first"
         ),
         change=graphs,
+        needs_first=tuple(sorted(blockers)),
     )
 
 
