@@ -81,6 +81,34 @@ def single_fix_as_suite(doc: dict[str, Any]) -> dict[str, Any]:
     return {"workloads": workloads}
 
 
+def fix_twins_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dict[str, Any]:
+    """The pairs ``scripts/h200/fix_twins.py`` timed (a workload's base and one fix, in the
+    suite's protocol: interleaved rounds without the profiler) as suite rows, so that
+    ``pooled_row`` pools them with the suite's own measurements of the same fix: each round's
+    paired gain against the base block of that round. ``categories``: fix name to category
+    (the suite's ``fix_categories``). The rows carry no traces (the suite's stay the ones
+    diagnosed)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for pair in doc["pairs"]:
+        if "error" in pair or pair.get("gain_pct") is None:
+            continue
+        fix = str(pair["fix"])
+        rounds = pair["rounds_ms"]
+        paired = [round(100.0 * (1.0 - f / b), 2) for b, f in zip(
+            rounds["base"], rounds[fix], strict=True)]
+        row = rows.setdefault(str(pair["workload"]), {"workload": str(pair["workload"]),
+                                                     "fixes": []})
+        row["fixes"].append({"name": fix, "category": categories[fix], "applicable": True,
+                             "gain_pct": float(pair["gain_pct"]), "rounds": len(paired),
+                             "round_gain_pct": paired,
+                             "base_rounds_ms": list(rounds["base"]),
+                             "fixed_rounds_ms": list(rounds[fix])})
+    return {"device": doc.get("device"), "torch": doc.get("torch"),
+            "method": "fix twins (scripts/h200/fix_twins.py): the base and the fixed variant "
+                      "timed interleaved in the suite's protocol, then traced apart",
+            "fix_categories": categories, "workloads": list(rows.values())}
+
+
 def _documents(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     files = sorted(folder.glob("labels*.json"))
     if not files:
