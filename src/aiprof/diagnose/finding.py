@@ -50,6 +50,12 @@ class Finding:
     def severity(self) -> str:
         return severity(self.estimated_gain_pct)
 
+    @property
+    def label(self) -> str:
+        """The category, with what must be fixed first: ``cpu_bound (after host_sync)``."""
+        first = f" (after {', '.join(self.needs_first)})" if self.needs_first else ""
+        return self.category + first
+
 
 @dataclass(frozen=True)
 class Diagnosis:

@@ -27,16 +27,17 @@ def render_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
     if diagnosis.profiler:
         console.print(text(profiler_line(diagnosis.profiler)))
     if diagnosis.findings:
-        table = Table(title="Findings (ranked by estimated gain)")
+        table = Table(title="Findings (ranked by estimated gain; a fix that needs another "
+                            "first right after it)")
         for column in ("#", "category", "severity", "gain %", "ms/step", "finding"):
             table.add_column(column, justify="right" if column in _NUMERIC else "left")
         for f in diagnosis.findings:
-            table.add_row(str(f.rank), f.category, f"[{_STYLE[f.severity]}]{f.severity}[/]",
+            table.add_row(str(f.rank), f.label, f"[{_STYLE[f.severity]}]{f.severity}[/]",
                           f"{f.estimated_gain_pct:.1f}", f"{f.estimated_gain_ms_per_step:.3f}",
                           text(f.title))
         console.print(table)
         for f in diagnosis.findings:
-            console.print(f"[bold]{f.rank}. {f.category}[/]: {text(f.title)}")
+            console.print(f"[bold]{f.rank}. {f.label}[/]: {text(f.title)}")
             console.print(f"   gain: {f.estimated_gain_ms_per_step:.3f} ms per step "
                           f"({f.estimated_gain_pct:.1f}% of the step)")
             evidence = {k: v for k, v in f.evidence.items() if k != "replay_removed"}

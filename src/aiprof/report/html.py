@@ -67,7 +67,7 @@ def diagnosis_fragment(diagnosis: Diagnosis) -> str:
         parts.append(f"<p class=\"profiler\">{escape(profiler_line(diagnosis.profiler))}</p>")
     if diagnosis.findings:
         rows = "".join(
-            f"<tr><td class=num>{f.rank}</td><td>{escape(f.category)}</td>"
+            f"<tr><td class=num>{f.rank}</td><td>{escape(f.label)}</td>"
             f"<td class=\"sev-{f.severity}\">{f.severity}</td>"
             f"<td class=num>{f.estimated_gain_pct:.1f}</td>"
             f"<td class=num>{f.estimated_gain_ms_per_step:.3f}</td><td>{escape(f.title)}</td></tr>"
@@ -82,7 +82,7 @@ def diagnosis_fragment(diagnosis: Diagnosis) -> str:
 
 def _finding(f: Finding) -> str:
     return (
-        f"<div class=\"finding\"><h3>{f.rank}. {escape(f.category)}: {escape(f.title)}</h3>"
+        f"<div class=\"finding\"><h3>{f.rank}. {escape(f.label)}: {escape(f.title)}</h3>"
         f"<p><b>Fix:</b> {escape(f.fix)}</p><p><b>Gain model:</b> {escape(f.model)}</p>"
         f"<details><summary>Evidence</summary><pre>{escape(dumps(f.evidence))}</pre></details>"
         "</div>"
