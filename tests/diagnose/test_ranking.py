@@ -1,4 +1,4 @@
-"""The ranking: by gain, except that a fix that needs another first comes right after it."""
+"""The ranking: by gain, a fix that needs another first only once that one ranks above it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def categories(findings: list[Finding]) -> list[str]:
     return [f.category for f in findings]
 
 
-def test_a_graph_behind_a_cause_it_cannot_capture_ranks_right_after_it() -> None:
+def test_a_graph_behind_a_cause_it_cannot_capture_ranks_after_it() -> None:
     """The H200 suite's Llama step: compile 36.3, allocator churn 19.4, and a CUDA graph that
     adds 37.8 once empty_cache is gone (it cannot be captured before)."""
     ranked = rank_findings([finding("cpu_bound", 37.8, ("allocator_churn",)),
@@ -30,6 +30,12 @@ def test_a_graph_behind_a_cause_it_cannot_capture_ranks_right_after_it() -> None
     assert [f.rank for f in ranked] == [1, 2, 3, 4]
     assert_ranked([{"rank": f.rank, "category": f.category, "needs_first": list(f.needs_first),
                     "estimated_gain_pct": f.estimated_gain_pct} for f in ranked])
+
+
+def test_once_its_prerequisite_ranks_a_finding_takes_its_place_by_gain() -> None:
+    ranked = rank_findings([finding("a", 30.0), finding("p", 10.0), finding("b", 5.0),
+                            finding("c", 3.0, ("p",)), finding("d", 50.0, ("p",))])
+    assert categories(ranked) == ["a", "p", "d", "b", "c"]
 
 
 def test_a_prerequisite_not_reported_does_not_hold_a_finding_back() -> None:

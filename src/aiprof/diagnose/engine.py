@@ -216,33 +216,26 @@ def _across_ranks(ranks: list[RankDiagnosis], alignment: str, notes: list[str]) 
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
-    """Sorted by estimated gain (highest first; equal gains by category), ranks 1..n; a finding
-    that ``needs_first`` another present one comes right after the last of those.
+    """Ranks 1..n: each the largest estimated gain (equal gains by category) among the findings
+    left whose ``needs_first`` categories, those present, rank above it.
 
-    Rank 1 is then the largest gain of a fix that applies to the step as recorded: a whole-step
-    CUDA graph behind a sync, an ``empty_cache`` or a pageable copy cannot be captured until
-    that is fixed (``cpu_bound`` counts only what graphs add then; rules/cpu_bound.py).
+    Without prerequisites that is the order of the gains. Rank 1 is so the largest gain of a fix
+    that applies to the step as recorded: a whole-step CUDA graph behind a sync, an
+    ``empty_cache`` or a pageable copy cannot be captured until that is fixed (``cpu_bound``
+    counts only what graphs add then; rules/cpu_bound.py).
     """
-    ordered = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
-    present = {f.category for f in ordered}
-    placed: list[Finding] = []
-    waiting: list[Finding] = []
-
-    def ready(f: Finding) -> bool:
-        done = {p.category for p in placed}
-        return all(c in done for c in f.needs_first if c in present and c != f.category)
-
-    for f in ordered:
-        if not ready(f):
-            waiting.append(f)
-            continue
-        placed.append(f)
-        while ready_now := [w for w in waiting if ready(w)]:
-            for w in ready_now:
-                waiting.remove(w)
-                placed.append(w)
-    placed.extend(waiting)  # a cycle of prerequisites: by gain
-    return [replace(f, rank=i + 1) for i, f in enumerate(placed)]
+    left = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
+    present = {f.category for f in left}
+    ranked: list[Finding] = []
+    while left:
+        done = {f.category for f in ranked}
+        pick = next((f for f in left
+                     if all(c in done or c not in present or c == f.category
+                            for c in f.needs_first)),
+                    left[0])  # a cycle of prerequisites: by gain
+        left.remove(pick)
+        ranked.append(replace(pick, rank=len(ranked) + 1))
+    return ranked
 
 
 def _merge_ranks(findings: list[tuple[int, Finding]]) -> list[Finding]:

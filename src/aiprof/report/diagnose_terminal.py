@@ -28,7 +28,7 @@ def render_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
         console.print(text(profiler_line(diagnosis.profiler)))
     if diagnosis.findings:
         table = Table(title="Findings (ranked by estimated gain; a fix that needs another "
-                            "first right after it)")
+                            "first after it)")
         for column in ("#", "category", "severity", "gain %", "ms/step", "finding"):
             table.add_column(column, justify="right" if column in _NUMERIC else "left")
         for f in diagnosis.findings:
