@@ -11,7 +11,9 @@ host time per kernel) is not in it. For each workload this builds the planted ba
 ``compile`` fix, records Dynamo's counters over the first steps (graphs, graph breaks and
 their reasons, recompilations), times both interleaved (``counterfactual/protocol.py``: 3
 rounds of 6 steps), then writes a plain torch.profiler trace of one compiled step
-(record_shapes). Writes ``$OUT/compiled/compiled_steps.json`` (rewritten after each workload)
+(record_shapes). Writes ``$OUT/compiled/compiled_steps.json`` (rewritten after each workload),
+the timed pairs as suite labels, ``$OUT/compiled/labels-compiled.json`` (copied into the suite's
+folder, they are pooled with its own rounds of ``compile``),
 and ``$OUT/compiled/<w>.compiled.trace.json.gz``. Stops starting workloads after
 ``--budget-s`` (default 480 s).
 """
@@ -30,10 +32,12 @@ from typing import Any
 
 import torch
 
+from aiprof.evaluation.labels import timed_pairs_as_suite
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from counterfactual import custom, hf, protocol, vision  # noqa: E402
-from counterfactual.knobs import FIX_BY_NAME, turned  # noqa: E402
+from counterfactual.knobs import FIX_BY_NAME, FIXES, turned  # noqa: E402
 from counterfactual.workload import Workload  # noqa: E402
 
 DEFAULT = ["bert_small_fp32_train", "deeplabv3_mnv3_mask_train", "llama_tiny_b2_infer",
@@ -112,6 +116,8 @@ def main(argv: list[str]) -> int:
         doc = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
                "torch": torch.__version__, "workloads": rows}
         (out / "compiled_steps.json").write_text(json.dumps(doc, indent=1))
+        labels = timed_pairs_as_suite(doc, {f.name: f.category for f in FIXES})
+        (out / "labels-compiled.json").write_text(json.dumps(labels, indent=1) + "\n")
         print(json.dumps(rows[-1])[:400], flush=True)
     return 0
 

@@ -14,7 +14,7 @@ and sums it: GPU kernel time per step, kernels per step, the kernels whose time 
 between the variants (by name), and the trace's step span on the host. Writes
 ``$OUT/fix_twins/fix_twins.json`` (rewritten after each pair) and
 ``$OUT/fix_twins/<workload>.<variant>.trace.json.gz``, and the timed pairs as suite labels,
-``$OUT/fix_twins/labels-twins.json`` (``aiprof.evaluation.labels.fix_twins_as_suite``): copied
+``$OUT/fix_twins/labels-twins.json`` (``aiprof.evaluation.labels.timed_pairs_as_suite``): copied
 into the suite's folder as ``labels-twins-HHMM.json``, they are pooled with its own rounds.
 Stops starting pairs after ``--budget-s`` (default 300 s).
 
@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from aiprof.evaluation.labels import fix_twins_as_suite
+from aiprof.evaluation.labels import timed_pairs_as_suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -156,7 +156,7 @@ def main(argv: list[str]) -> int:
         doc = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
                "torch": torch.__version__, "pairs": rows}
         (out / "fix_twins.json").write_text(json.dumps(doc, indent=1))
-        labels = fix_twins_as_suite(doc, {f.name: f.category for f in FIXES})
+        labels = timed_pairs_as_suite(doc, {f.name: f.category for f in FIXES})
         (out / "labels-twins.json").write_text(json.dumps(labels, indent=1) + "\n")
         print(json.dumps(rows[-1])[:400], flush=True)
     return 0

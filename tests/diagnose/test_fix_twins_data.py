@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from aiprof.evaluation.labels import fix_twins_as_suite, load_suite
-
 DATA = Path(__file__).parents[1] / "data" / "diagnose" / "fix_twins"
 
 
@@ -90,18 +88,3 @@ def test_compile_gains_repeat_across_sessions_where_the_step_stays_the_gpus() ->
         assert truth is not None and abs(gain - truth) < 5.0, (name, gain, truth)
         assert (SECOND / f"{name}.compiled.trace.json.gz").is_file()
 
-
-@pytest.mark.parametrize("folder, labels", [("fix_twins", "labels-twins-1201.json"),
-                                            ("fix_twins_0103", "labels-twins-0103.json")])
-def test_the_twins_timed_pairs_are_pooled_into_the_suite_as_they_were_recorded(
-        folder: str, labels: str) -> None:
-    """The suite's labels of the fix twins are the twins' own timed rounds, converted (not
-    edited): the score pools each round's paired gain with the suite's rounds of that fix."""
-    suite = DATA.parent / "counterfactual"
-    categories = json.loads((suite / "labels-part1.json").read_text())["fix_categories"]
-    twins = json.loads((DATA.parent / folder / "fix_twins.json").read_text())
-    assert json.loads((suite / labels).read_text()) == fix_twins_as_suite(twins, categories)
-    pooled = {w.name: w for w in load_suite(suite)}
-    for pair in twins["pairs"]:
-        fix = next(f for f in pooled[pair["workload"]].fixes if f.name == pair["fix"])
-        assert "sessions" in fix.note  # pooled with the suite's own measurement

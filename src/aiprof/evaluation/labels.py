@@ -81,31 +81,43 @@ def single_fix_as_suite(doc: dict[str, Any]) -> dict[str, Any]:
     return {"workloads": workloads}
 
 
-def fix_twins_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dict[str, Any]:
-    """The pairs ``scripts/h200/fix_twins.py`` timed (a workload's base and one fix, in the
-    suite's protocol: interleaved rounds without the profiler) as suite rows, so that
-    ``pooled_row`` pools them with the suite's own measurements of the same fix: each round's
-    paired gain against the base block of that round. ``categories``: fix name to category
-    (the suite's ``fix_categories``). The rows carry no traces (the suite's stay the ones
-    diagnosed)."""
+def _timed_fix(name: str, category: str, gain_pct: float, base_rounds_ms: list[float],
+               fixed_rounds_ms: list[float]) -> dict[str, Any]:
+    """A fix timed in the suite's protocol elsewhere, as a suite row's fix: each round's gain
+    against the base block of the same round."""
+    paired = [round(100.0 * (1.0 - f / b), 2)
+              for b, f in zip(base_rounds_ms, fixed_rounds_ms, strict=True)]
+    return {"name": name, "category": category, "applicable": True, "gain_pct": float(gain_pct),
+            "rounds": len(paired), "round_gain_pct": paired,
+            "base_rounds_ms": list(base_rounds_ms), "fixed_rounds_ms": list(fixed_rounds_ms)}
+
+
+def timed_pairs_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dict[str, Any]:
+    """What ``scripts/h200/fix_twins.py`` (``pairs``: a workload's base and one fix) or
+    ``scripts/h200/compiled_steps.py`` (``workloads``: the base and its ``compile`` fix) timed,
+    in the suite's protocol (interleaved rounds without the profiler), as suite rows, so that
+    ``pooled_row`` pools each round's paired gain with the suite's own rounds of that fix.
+    ``categories``: fix name to category (the suite's ``fix_categories``). The rows carry no
+    traces: the suite's stay the ones diagnosed."""
     rows: dict[str, dict[str, Any]] = {}
-    for pair in doc["pairs"]:
-        if "error" in pair or pair.get("gain_pct") is None:
+    if "pairs" in doc:
+        timed = [(str(p["workload"]), str(p["fix"]), p) for p in doc["pairs"]]
+        method = "fix twins (scripts/h200/fix_twins.py)"
+    else:
+        timed = [(str(w["workload"]), "compile", w) for w in doc["workloads"]]
+        method = "compiled steps (scripts/h200/compiled_steps.py)"
+    for workload, fix, found in timed:
+        if "error" in found or found.get("gain_pct") is None:
             continue
-        fix = str(pair["fix"])
-        rounds = pair["rounds_ms"]
-        paired = [round(100.0 * (1.0 - f / b), 2) for b, f in zip(
-            rounds["base"], rounds[fix], strict=True)]
-        row = rows.setdefault(str(pair["workload"]), {"workload": str(pair["workload"]),
-                                                     "fixes": []})
-        row["fixes"].append({"name": fix, "category": categories[fix], "applicable": True,
-                             "gain_pct": float(pair["gain_pct"]), "rounds": len(paired),
-                             "round_gain_pct": paired,
-                             "base_rounds_ms": list(rounds["base"]),
-                             "fixed_rounds_ms": list(rounds[fix])})
+        if "rounds_ms" in found:
+            base, fixed = found["rounds_ms"]["base"], found["rounds_ms"][fix]
+        else:
+            base, fixed = found["base_rounds_ms"], found["compile_rounds_ms"]
+        row = rows.setdefault(workload, {"workload": workload, "fixes": []})
+        row["fixes"].append(_timed_fix(fix, categories[fix], found["gain_pct"], base, fixed))
     return {"device": doc.get("device"), "torch": doc.get("torch"),
-            "method": "fix twins (scripts/h200/fix_twins.py): the base and the fixed variant "
-                      "timed interleaved in the suite's protocol, then traced apart",
+            "method": method + ": the base and the fixed variant timed interleaved in the "
+                      "suite's protocol, then traced apart",
             "fix_categories": categories, "workloads": list(rows.values())}
 
 

@@ -1,0 +1,50 @@
+"""Every fix timed on the H200 outside the suite, in its protocol (the fix twins, the compiled
+steps), is pooled into the suite's truths: converted from the recorded file, not edited."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiprof.evaluation.labels import load_suite, timed_pairs_as_suite
+
+DATA = Path(__file__).parents[1] / "data" / "diagnose"
+SUITE = DATA / "counterfactual"
+SOURCES = {
+    "fix_twins/fix_twins.json": "labels-twins-1201.json",
+    "fix_twins_0103/fix_twins.json": "labels-twins-0103.json",
+    "compiled/compiled_steps.json": "labels-compiled-first.json",
+    "compiled_second/compiled_steps.json": "labels-compiled-second.json",
+    "compiled_third/compiled_steps.json": "labels-compiled-third.json",
+    "compiled_fourth/compiled_steps.json": "labels-compiled-fourth.json",
+}
+
+
+def test_every_timed_file_is_pooled() -> None:
+    recorded = {str(p.relative_to(DATA)) for p in DATA.glob("*/fix_twins.json")}
+    recorded |= {str(p.relative_to(DATA)) for p in DATA.glob("*/compiled_steps.json")}
+    assert recorded == set(SOURCES)
+    assert {p.name for p in SUITE.glob("labels-twins-*.json")} | {
+        p.name for p in SUITE.glob("labels-compiled-*.json")} == set(SOURCES.values())
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_the_suite_labels_are_the_recorded_rounds_converted(source: str) -> None:
+    categories = json.loads((SUITE / "labels-part1.json").read_text())["fix_categories"]
+    recorded = json.loads((DATA / source).read_text())
+    converted = json.loads((SUITE / SOURCES[source]).read_text())
+    assert converted == timed_pairs_as_suite(recorded, categories)
+    pooled = {w.name: w for w in load_suite(SUITE)}
+    for row in converted["workloads"]:
+        for fix in row["fixes"]:
+            measured = next(f for f in pooled[row["workload"]].fixes if f.name == fix["name"])
+            assert "sessions" in measured.note, (row["workload"], fix["name"])  # pooled
+
+
+def test_a_round_gain_is_against_the_base_block_of_its_round() -> None:
+    doc = {"pairs": [{"workload": "w", "fix": "tf32", "gain_pct": 25.0,
+                      "rounds_ms": {"base": [10.0, 20.0], "tf32": [7.5, 16.0]}}]}
+    fix = timed_pairs_as_suite(doc, {"tf32": "tensor_cores_unused"})["workloads"][0]["fixes"][0]
+    assert fix["round_gain_pct"] == [25.0, 20.0] and fix["category"] == "tensor_cores_unused"
