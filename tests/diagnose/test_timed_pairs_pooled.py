@@ -19,6 +19,8 @@ SOURCES = {
     "compiled_second/compiled_steps.json": "labels-compiled-second.json",
     "compiled_third/compiled_steps.json": "labels-compiled-third.json",
     "compiled_fourth/compiled_steps.json": "labels-compiled-fourth.json",
+    "compiled_fifth/compiled_steps.json": "labels-compiled-fifth.json",
+    "fix_twins_0311/fix_twins.json": "labels-twins-0311.json",
 }
 
 
