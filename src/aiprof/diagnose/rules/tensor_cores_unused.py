@@ -3,9 +3,17 @@ path and on the BF16 autocast path (``diagnose/precision.py``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.precision import memory_bound_fp32, precision_durations, tf32_rows
+from aiprof.diagnose.precision import (
+    MemoryBoundFp32,
+    memory_bound_fp32,
+    precision_durations,
+    reduce_launch_spans,
+    tf32_rows,
+)
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
@@ -43,13 +51,20 @@ def paths(ctx: Context) -> dict[str, Change]:
     # dense peaks: measured ceilings or the datasheet; TF32 reaches only the kernels its flags
     # govern (precision.tf32_rows), FP16 autocast (no TF32: V100) every FP32 GEMM/conv
     moved = tf32_rows(ctx.trace, tc) if target == "tf32" else tc.fp32_rows
-    out = {target: Change(gpu_dur_us=precision_durations(
-        ctx.trace, moved, fp32_peak / fast_peak, None))} if len(moved) else {}
+    out = {target: _path(ctx, moved, fp32_peak / fast_peak, None)} if len(moved) else {}
     bf16_peak = ctx.peak_flops("bf16") if target == "tf32" else None
     if bf16_peak:
-        out["bf16"] = Change(gpu_dur_us=precision_durations(
-            ctx.trace, tc.fp32_rows, fp32_peak / bf16_peak, memory_bound_fp32(ctx.trace)))
+        out["bf16"] = _path(ctx, tc.fp32_rows, fp32_peak / bf16_peak,
+                            memory_bound_fp32(ctx.trace))
     return out
+
+
+def _path(ctx: Context, rows: np.ndarray, factor: float,
+          memory: MemoryBoundFp32 | None) -> Change:
+    """One path's change: the new durations, and the launches of the split-K reductions it
+    no longer runs (``precision.unsplit``) gone from the host."""
+    return Change(gpu_dur_us=precision_durations(ctx.trace, rows, factor, memory),
+                  removed_cpu=reduce_launch_spans(ctx.trace, rows, factor))
 
 
 def change(ctx: Context) -> Change | None:
