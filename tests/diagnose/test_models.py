@@ -506,3 +506,5 @@ def test_tf32_on_the_launch_bound_mlp_saves_what_its_twin_measured() -> None:
     result = diagnose(FIX_TWINS / "mlp_deep_b32_infer.base.trace.json.gz")
     tc = {f.category: f for f in result.findings}["tensor_cores_unused"]
     assert min(saved_ms) <= tc.estimated_gain_ms_per_step <= max(saved_ms)
+    assert tc.evidence["split_k_reduces_gone_per_step"] == 48.0
+    assert 0.3 < tc.evidence["split_k_launch_ms_per_step"] < 0.6  # as recorded, profiler's cost in

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.precision import (
@@ -92,6 +93,11 @@ def find(ctx: Context) -> Finding | None:
         f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
         f"{target}_gain_pct": round(gains.get(target, 0.0), 1),
     }
+    # the split-K reductions the best path runs no more (precision.unsplit), with their launches
+    steps = max(len(ctx.trace.steps), 1)
+    evidence["split_k_reduces_gone_per_step"] = round(
+        sum(1 for us in found[best].gpu_dur_us.values() if us == 0.0) / steps, 1)
+    evidence["split_k_launch_ms_per_step"] = per_step_ms(ctx, iv.length(found[best].removed_cpu))
     if target == "tf32":
         evidence["tf32_gemm_ms_per_step"] = per_step_ms(ctx, float(
             ctx.trace.gpu_ops.dur_us[tf32_rows(ctx.trace, tc)].sum()))
@@ -115,6 +121,8 @@ def find(ctx: Context) -> Finding | None:
             f"replay with these kernels' durations scaled by peak fp32 / peak {target}"
             + (" (those TF32's flags reach: not fused attention, PyTorch's depthwise kernels "
                "or a library whose flag was already on)" if target == "tf32" else "")
+            + "; a split-K reduction goes, with its launch, where its GEMM on the new path "
+              "lasts less than the reduction"
             + ("; and with them at peak fp32 / peak bf16 and the float32 memory-bound kernels "
                "at half their bytes (bf16 autocast; three quarters for ops autocast keeps in "
                "float32): the better of the two" if "bf16" in found else "")
