@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -414,3 +415,96 @@ def test_low_occupancy_leaves_nchw_batch_norm_to_the_layout(tmp_path: Path) -> N
     names = sorted((ctx.trace.name(int(ctx.trace.gpu_ops.name_id[r])), int(n))
                    for r, n in zip(rows, blocks, strict=True))
     assert names == sorted([(GEMM, 16)] * 3 + [(BN_NCHW, 128)] * 3)
+
+
+SIMT = "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>"
+REDUCE = "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false>"
+
+
+def _split_k_layers(path: Path, layers: int, long_us: float) -> Path:
+    """Launch-bound steps of ``layers`` FP32 ``aten::addmm`` ops, each a SIMT GEMM (5 µs)
+    and cuBLASLt's split-K reduce (1.8 µs) launched 3 µs after the GEMM's 6 µs launch call
+    returns, 40 µs of host work per op; then one addmm whose GEMM lasts ``long_us`` (also
+    split)."""
+    b = TraceBuilder()
+    fp32 = {"Input type": ["float", "float", "float"]}
+    t = 0.0
+    for s in range(3):
+        start = t
+        for i in range(layers + 1):
+            gemm_us = long_us if i == layers else 5.0
+            ext = b.cpu_op("aten::addmm", t + 20.0, 20.0, **fp32)
+            b.kernel(SIMT, t + 21.0, t + 30.0, gemm_us, launch_dur=6.0, external=ext)
+            b.kernel(REDUCE, t + 30.0, t + 31.0 + gemm_us, 1.8, launch_dur=6.0, external=ext)
+            t += 40.0 + (gemm_us if i == layers else 0.0)
+        b.runtime("cudaDeviceSynchronize", t, 5.0)
+        b.step(s, start, t + 6.0 - start)
+        t += 10.0
+    return b.write(path)
+
+
+def test_a_gemm_the_new_path_runs_shorter_than_its_reduce_runs_unsplit(tmp_path: Path) -> None:
+    """Class 3 on a launch-bound step: the TF32 (and bf16) path drops the split-K reduce of
+    each FP32 GEMM whose new time is below the reduce's, with its launch (from the end of the
+    GEMM's launch call to the end of the reduce's: 9 µs each), and keeps the reduce of the
+    long GEMM at its own duration (FP32 partials, no math mode changes their bytes)."""
+    from aiprof.diagnose.precision import reduce_launch_spans, split_k, unsplit
+    from aiprof.diagnose.rules import tensor_cores_unused
+
+    ctx = Context(load_trace(_split_k_layers(tmp_path / "t.json.gz", 10, 400.0)),
+                  DiagnoseOptions(profiler_overhead_us=0.0))
+    rows = tf32_rows(ctx.trace, ctx.tensor_cores)
+    factor = 66.9 / 494.7  # the H200's dense FP32 / TF32 peaks (datasheet)
+    assert len(split_k(ctx.trace, rows).reduce_rows) == 3 * 11
+    gone = unsplit(ctx.trace, rows, factor)
+    assert len(gone.reduce_rows) == 3 * 10
+    assert {float(d) for d in ctx.trace.gpu_ops.dur_us[gone.gemm_rows]} == {5.0}
+    spans = reduce_launch_spans(ctx.trace, rows, factor)
+    assert len(spans[0]) == 30 and set((spans[1] - spans[0]).round(6).tolist()) == {9.0}
+    fix = tensor_cores_unused.paths(ctx)["tf32"]
+    dur = ctx.trace.gpu_ops.dur_us
+    kept = [r for r in split_k(ctx.trace, rows).reduce_rows.tolist()
+            if r not in set(gone.reduce_rows.tolist())]
+    assert all(fix.gpu_dur_us[r] == dur[r] for r in kept)
+    assert all(fix.gpu_dur_us[r] == 0.0 for r in gone.reduce_rows.tolist())
+    # the step is the host's: the GEMMs' GPU time gains nothing, the launches gone do
+    saved_us = ctx.base_us - ctx.base_us * (1.0 - ctx.gain_pct(fix) / 100.0)
+    assert saved_us == pytest.approx(3 * 10 * 9.0, rel=0.15)
+
+
+FIX_TWINS = Path(__file__).parents[1] / "data" / "diagnose" / "fix_twins"
+
+
+@pytest.mark.parametrize(("workload", "unsplit_at_least", "unsplit_at_most"),
+                         [("mlp_deep_b32_infer", 48, 48), ("vit_small_fp32_train", 1, 6)])
+def test_the_split_k_reduces_tf32_dropped_on_the_h200(workload: str, unsplit_at_least: int,
+                                                       unsplit_at_most: int) -> None:
+    """The fix twins (H200, 2026-12-01): with TF32 the 48-layer MLP's 48 split-K reduces per
+    step went (every GEMM 4.7-5.1 µs FP32, 0.6 µs at the TF32 rate, against a 1.8 µs reduce);
+    ViT-S's weight-gradient GEMMs (77 µs FP32, K = 12,608) kept 31 of their 37 (6 of one shape
+    went): the model keeps 36, whose GEMMs outlast their reduce on the TF32 path too."""
+    from aiprof.diagnose.precision import split_k, unsplit
+
+    base = Context(load_trace(FIX_TWINS / f"{workload}.base.trace.json.gz"), DiagnoseOptions())
+    fixed = load_trace(FIX_TWINS / f"{workload}.tf32.trace.json.gz")
+    rows = tf32_rows(base.trace, base.tensor_cores)
+    factor = float(base.peak_flops("fp32") or 0) / float(base.peak_flops("tf32") or 1)
+    pairs, gone = split_k(base.trace, rows), unsplit(base.trace, rows, factor)
+    assert unsplit_at_least <= len(gone.reduce_rows) <= unsplit_at_most
+    reduces = sum("splitKreduce" in fixed.name(int(i)) for i in fixed.gpu_ops.name_id)
+    assert reduces <= len(pairs.reduce_rows) - len(gone.reduce_rows)
+
+
+def test_tf32_on_the_launch_bound_mlp_saves_what_its_twin_measured() -> None:
+    """The 48-layer MLP's TF32 gain is its 48 split-K reduce launches per step: on the fix
+    twin's base trace the replay saves 0.30 ms per step, inside the twin's three paired rounds
+    (0.21-0.43 ms, 8.6%; H200, 2026-12-01), though the GEMMs' GPU time moves nothing."""
+    pair = next(p for p in json.loads((FIX_TWINS / "fix_twins.json").read_text())["pairs"]
+                if p["workload"] == "mlp_deep_b32_infer")
+    rounds = pair["rounds_ms"]
+    saved_ms = [b - f for b, f in zip(rounds["base"], rounds["tf32"], strict=True)]
+    result = diagnose(FIX_TWINS / "mlp_deep_b32_infer.base.trace.json.gz")
+    tc = {f.category: f for f in result.findings}["tensor_cores_unused"]
+    assert min(saved_ms) <= tc.estimated_gain_ms_per_step <= max(saved_ms)
+    assert tc.evidence["split_k_reduces_gone_per_step"] == 48.0
+    assert 0.3 < tc.evidence["split_k_launch_ms_per_step"] < 0.6  # as recorded, profiler's cost in

@@ -27,6 +27,14 @@ The model (aiprof's), per kernel actually in the trace:
   its bytes over the bandwidth it reaches, which the halving keeps. The casts autocast adds
   (a weight copy per GEMM per step) are not modelled. Without record_shapes (no input types)
   only the GEMM/conv part applies and the evidence says so.
+- **Split-K** (both paths): cuBLASLt runs a GEMM whose output has too few tiles to fill the GPU
+  with its K split across CTAs, then a second kernel (``splitKreduce_kernel``) that sums the
+  partial outputs. The algorithm is chosen per compute type, so the new path chooses anew: a
+  split pays only where the GEMM outlasts the reduction it adds, so a GEMM that the new path
+  runs in less time than its reduction kernel runs unsplit. Its reduction goes, with its
+  launch: the host time from the end of the GEMM's launch call to the end of the reduction's
+  (the library's setup of the second kernel and the call). A reduction that stays keeps its
+  duration: it moves the FP32 partials, whose bytes no math mode changes.
 """
 
 from __future__ import annotations
@@ -67,6 +75,8 @@ HALF_BYTES = 0.5
 """bf16 (2 bytes) in place of float32 (4 bytes) for every input and output."""
 FP32_OUT_BYTES = 0.75
 """bf16 inputs, float32 output: (2 + 4) / (4 + 4) for a one-input, one-output kernel."""
+SPLIT_K_REDUCE = re.compile(r"splitKreduce", re.I)
+"""cuBLASLt's split-K reduction kernel (``cublasLt::splitKreduce_kernel<...>``)."""
 
 
 @dataclass(frozen=True)
@@ -130,16 +140,63 @@ def precision_durations(
 ) -> dict[int, float]:
     """New durations: the FP32 GEMM/conv kernels x ``gemm_factor``, and (for BF16) the
     memory-bound float32 kernels x their byte factor. PyTorch's depthwise convolution kernels
-    among ``gemm_rows`` stay on CUDA cores in half precision: memory-bound, half the bytes."""
+    among ``gemm_rows`` stay on CUDA cores in half precision: memory-bound, half the bytes.
+    A split-K reduction among them goes where its GEMM runs unsplit on the new path
+    (``unsplit``), else keeps its duration (it moves FP32 partials)."""
     dur = trace.gpu_ops.dur_us
     depthwise = trace.strings.mask(trace.gpu_ops.name_id[gemm_rows], ATEN_DEPTHWISE_KERNEL)
     factor = np.where(depthwise, HALF_BYTES, gemm_factor)
+    reduce = trace.strings.mask(trace.gpu_ops.name_id[gemm_rows], SPLIT_K_REDUCE)
+    factor = np.where(reduce, 1.0, factor)
     new = {int(r): float(dur[r]) * float(f)
            for r, f in zip(gemm_rows.tolist(), factor.tolist(), strict=True)}
+    new.update({int(r): 0.0 for r in unsplit(trace, gemm_rows, gemm_factor).reduce_rows.tolist()})
     if memory is not None:
         new.update({int(r): float(dur[r]) * float(f)
                     for r, f in zip(memory.rows.tolist(), memory.factor.tolist(), strict=True)})
     return new
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """Split-K GEMMs: each reduction kernel and the GEMM kernel it sums (same rows order)."""
+
+    gemm_rows: np.ndarray
+    reduce_rows: np.ndarray
+
+
+def split_k(trace: Trace, rows: np.ndarray) -> SplitK:
+    """The split-K pairs among ``rows``: a reduction kernel and the kernel its CPU op ran just
+    before it (cuBLASLt launches the two back to back from the one matmul op)."""
+    ops = trace.gpu_ops
+    rows = rows[ops.op_row[rows] >= 0]
+    rows = rows[np.lexsort((ops.ts_us[rows], ops.op_row[rows]))]
+    reduce = trace.strings.mask(ops.name_id[rows], SPLIT_K_REDUCE)
+    same_op = ops.op_row[rows][1:] == ops.op_row[rows][:-1]
+    at = np.flatnonzero(reduce[1:] & ~reduce[:-1] & same_op) + 1
+    return SplitK(rows[at - 1], rows[at])
+
+
+def unsplit(trace: Trace, rows: np.ndarray, gemm_factor: float) -> SplitK:
+    """The split-K pairs among ``rows`` that the new path runs unsplit: the GEMM x
+    ``gemm_factor`` shorter than its own reduction kernel, which a split cannot repay."""
+    pairs = split_k(trace, rows)
+    dur = trace.gpu_ops.dur_us
+    keep = dur[pairs.gemm_rows] * gemm_factor < dur[pairs.reduce_rows]
+    return SplitK(pairs.gemm_rows[keep], pairs.reduce_rows[keep])
+
+
+def reduce_launch_spans(trace: Trace, rows: np.ndarray, gemm_factor: float) -> iv.Intervals:
+    """Host time of the reductions that go (``unsplit``): from the end of each GEMM's launch
+    call to the end of its reduction's, on the same thread (the library's setup of the second
+    kernel, and its launch call)."""
+    pairs = unsplit(trace, rows, gemm_factor)
+    rt, launch = trace.runtime, trace.gpu_ops.launch_row
+    gemm, reduce = launch[pairs.gemm_rows], launch[pairs.reduce_rows]
+    ok = (gemm >= 0) & (reduce >= 0)
+    gemm, reduce = gemm[ok], reduce[ok]
+    ok = (rt.tid[gemm] == rt.tid[reduce]) & (rt.end_us[gemm] <= rt.ts_us[reduce])
+    return iv.union(rt.end_us[gemm[ok]], rt.end_us[reduce[ok]])
 
 
 def tf32_rows(trace: Trace, tc: TensorCoreResult) -> np.ndarray:

@@ -3,9 +3,18 @@ path and on the BF16 autocast path (``diagnose/precision.py``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
-from aiprof.diagnose.precision import memory_bound_fp32, precision_durations, tf32_rows
+from aiprof.diagnose.precision import (
+    MemoryBoundFp32,
+    memory_bound_fp32,
+    precision_durations,
+    reduce_launch_spans,
+    tf32_rows,
+)
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
 
@@ -43,13 +52,20 @@ def paths(ctx: Context) -> dict[str, Change]:
     # dense peaks: measured ceilings or the datasheet; TF32 reaches only the kernels its flags
     # govern (precision.tf32_rows), FP16 autocast (no TF32: V100) every FP32 GEMM/conv
     moved = tf32_rows(ctx.trace, tc) if target == "tf32" else tc.fp32_rows
-    out = {target: Change(gpu_dur_us=precision_durations(
-        ctx.trace, moved, fp32_peak / fast_peak, None))} if len(moved) else {}
+    out = {target: _path(ctx, moved, fp32_peak / fast_peak, None)} if len(moved) else {}
     bf16_peak = ctx.peak_flops("bf16") if target == "tf32" else None
     if bf16_peak:
-        out["bf16"] = Change(gpu_dur_us=precision_durations(
-            ctx.trace, tc.fp32_rows, fp32_peak / bf16_peak, memory_bound_fp32(ctx.trace)))
+        out["bf16"] = _path(ctx, tc.fp32_rows, fp32_peak / bf16_peak,
+                            memory_bound_fp32(ctx.trace))
     return out
+
+
+def _path(ctx: Context, rows: np.ndarray, factor: float,
+          memory: MemoryBoundFp32 | None) -> Change:
+    """One path's change: the new durations, and the launches of the split-K reductions it
+    no longer runs (``precision.unsplit``) gone from the host."""
+    return Change(gpu_dur_us=precision_durations(ctx.trace, rows, factor, memory),
+                  removed_cpu=reduce_launch_spans(ctx.trace, rows, factor))
 
 
 def change(ctx: Context) -> Change | None:
@@ -77,6 +93,11 @@ def find(ctx: Context) -> Finding | None:
         f"{target}_peak_tflops": round(fast_peak / 1e12, 1),
         f"{target}_gain_pct": round(gains.get(target, 0.0), 1),
     }
+    # the split-K reductions the best path runs no more (precision.unsplit), with their launches
+    steps = max(len(ctx.trace.steps), 1)
+    evidence["split_k_reduces_gone_per_step"] = round(
+        sum(1 for us in found[best].gpu_dur_us.values() if us == 0.0) / steps, 1)
+    evidence["split_k_launch_ms_per_step"] = per_step_ms(ctx, iv.length(found[best].removed_cpu))
     if target == "tf32":
         evidence["tf32_gemm_ms_per_step"] = per_step_ms(ctx, float(
             ctx.trace.gpu_ops.dur_us[tf32_rows(ctx.trace, tc)].sum()))
@@ -100,6 +121,8 @@ def find(ctx: Context) -> Finding | None:
             f"replay with these kernels' durations scaled by peak fp32 / peak {target}"
             + (" (those TF32's flags reach: not fused attention, PyTorch's depthwise kernels "
                "or a library whose flag was already on)" if target == "tf32" else "")
+            + "; a split-K reduction goes, with its launch, where its GEMM on the new path "
+              "lasts less than the reduction"
             + ("; and with them at peak fp32 / peak bf16 and the float32 memory-bound kernels "
                "at half their bytes (bf16 autocast; three quarters for ops autocast keeps in "
                "float32): the better of the two" if "bf16" in found else "")
