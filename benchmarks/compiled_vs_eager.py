@@ -1,6 +1,6 @@
 """The compile model against the compiled steps: each eager step of the counterfactual suite
 that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``,
-``compiled_third``).
+``compiled_third``, ``compiled_fourth``).
 
     python benchmarks/compiled_vs_eager.py
 
@@ -38,7 +38,7 @@ from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose"
-FOLDERS = ("compiled", "compiled_second", "compiled_third")
+FOLDERS = ("compiled", "compiled_second", "compiled_third", "compiled_fourth")
 
 
 def split_ms(trace: Trace, rows: np.ndarray, dur_us: np.ndarray) -> tuple[float, float, float]:
