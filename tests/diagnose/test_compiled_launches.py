@@ -13,6 +13,7 @@ import pytest
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.diagnose import compiled_launches as cl
 from aiprof.diagnose.compiled import DEVICE_COPY, clone_copies
+from aiprof.diagnose.compiled_host import BACKWARD_REGION, FORWARD_REGION
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "diagnose"
@@ -20,6 +21,7 @@ EAGER = DATA / "counterfactual"
 MEMSET = re.compile(r"^Memset")
 BMM = re.compile(r"^aten::bmm$")
 HELPER = re.compile(r"^Memset|GammaBetaBackward")
+LAYOUT_COPY = re.compile(r"^triton_.*(clone.*transpose|transpose.*clone)")
 
 
 def eager(name: str) -> Trace:
@@ -81,11 +83,14 @@ def test_the_memsets_of_generated_reductions_are_not_launched_by_compiled_code()
                                               ("compiled", "vit_small_fp32_train"),
                                               ("compiled_second", "distilbert_sync_train")])
 def test_a_compiled_training_step_runs_sdpa_as_its_math(folder: str, name: str) -> None:
-    """GIVEN a training step whose eager SDPA ran fused kernels and its compiled step, WHEN
-    their ops are counted, THEN the compiled step has no fused attention op left and
-    ``MATH_ATTENTION_FORWARD_GEMMS + MATH_ATTENTION_BACKWARD_GEMMS`` ``aten::bmm`` per eager
-    forward attention op."""
+    """GIVEN a training step whose eager non-causal SDPA ran fused kernels and its compiled
+    step, WHEN their ops are counted, THEN the model takes the math decomposition for it, and
+    the compiled step has no fused attention op left, ``MATH_ATTENTION_FORWARD_GEMMS +
+    MATH_ATTENTION_BACKWARD_GEMMS`` ``aten::bmm`` per eager forward attention op and
+    ``MATH_ATTENTION_GENERATED_KERNELS - 1`` layout copies (``triton_*clone*transpose*``) per
+    attention op each way."""
     trace = eager(name)
+    assert cl.math_attention(trace)
     forward = int(trace.strings.mask(trace.cpu_ops.name_id, cl.FUSED_ATTENTION_FORWARD).sum())
     backward = int(trace.strings.mask(trace.cpu_ops.name_id, cl.FUSED_ATTENTION_BACKWARD).sum())
     assert forward > 0 and backward == forward
@@ -96,6 +101,29 @@ def test_a_compiled_training_step_runs_sdpa_as_its_math(folder: str, name: str) 
     gemms = cl.MATH_ATTENTION_FORWARD_GEMMS + cl.MATH_ATTENTION_BACKWARD_GEMMS
     assert per_step(done, int(done.strings.mask(ids, BMM).sum())) == gemms * per_step(trace,
                                                                                        forward)
+    inside = np.zeros(len(done.kernels), dtype=bool)
+    for lo, hi in zip(*graph_calls(done), strict=True):
+        at = np.where(done.kernels.launch_row >= 0,
+                      done.runtime.ts_us[np.maximum(done.kernels.launch_row, 0)], np.nan)
+        inside |= (at >= lo) & (at <= hi)
+    copies = done.strings.mask(done.kernels.name_id, LAYOUT_COPY) & inside
+    assert per_step(done, int(copies.sum())) == 2 * (cl.MATH_ATTENTION_GENERATED_KERNELS - 1) \
+        * per_step(trace, forward)
+
+
+def graph_calls(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """The spans of the compiled graphs' calls (forward regions and backward nodes)."""
+    ops = trace.cpu_ops
+    rows = np.flatnonzero(trace.strings.mask(ops.name_id, FORWARD_REGION)
+                          | trace.strings.mask(ops.name_id, BACKWARD_REGION))
+    return ops.ts_us[rows], ops.ts_us[rows] + ops.dur_us[rows]
+
+
+def test_a_causal_sdpa_keeps_its_fused_kernels_in_the_model() -> None:
+    """GIVEN gpt2_vocab's and llama_fp32's training steps (causal SDPA: no compiled step of a
+    causal training step is recorded), THEN the model keeps their attention's one call each."""
+    for name in ("gpt2_vocab_bf16_train", "llama_fp32_empty_cache_train"):
+        assert not cl.math_attention(eager(name))
 
 
 def test_a_compiled_inference_step_keeps_its_fused_attention() -> None:

@@ -7,11 +7,10 @@ Triton launch; in a step with a backward, per kept kernel the Triton kernels of 
 where the trace has no shapes), in one without, one; per extern
 op (a GEMM, an ATen fallback; a convolution costs its own, a backward one about three forward
 ones) one call of it from the wrapper, whatever number of kernels it launches (in a training
-step an SDPA forward is its math decomposition's two GEMMs and a generated softmax, its
-backward four and one); an op Inductor generates launches none of ATen's helper kernels for
-it (``helper_kernel``: a reduction's memset); per step one
-forward call (per parameter in training), and one backward call where the step has a
-backward.
+step a non-causal SDPA forward is its math decomposition's two GEMMs and five generated
+kernels, its backward four and five); an op Inductor generates launches none of ATen's
+helper kernels for it (``helper_kernel``: a reduction's memset); per step one forward call
+(per parameter in training), and one backward call where the step has a backward.
 """
 
 from __future__ import annotations
@@ -40,17 +39,29 @@ FUSED_ATTENTION_FORWARD = re.compile(r"^aten::_(efficient|flash|cudnn)_attention
 FUSED_ATTENTION_BACKWARD = re.compile(r"^aten::_(efficient|flash|cudnn)_attention_backward$")
 """The ops that launch ``scaled_dot_product_attention``'s fused kernels (memory-efficient,
 flash, cuDNN), forward and backward."""
+SDPA_OP = re.compile(r"^aten::scaled_dot_product_attention$")
+SDPA_IS_CAUSAL = 5
+"""Position of ``is_causal`` among ``scaled_dot_product_attention``'s arguments (query, key,
+value, attn_mask, dropout_p, is_causal, scale, enable_gqa), as the profiler records its
+concrete inputs."""
 MATH_ATTENTION_FORWARD_GEMMS = 2
 """Extern GEMMs of a compiled training step per SDPA forward: Inductor ran SDPA's math
 decomposition (``bmm`` of the scores, a generated ``_safe_softmax`` kernel with the mask and
 dropout, ``bmm`` with V) in each of the three compiled training steps with SDPA
 (``tests/data/diagnose/compiled``, ``compiled_second``: bert_small 24 ``aten::bmm`` a step for 4
 layers, vit_small 36 for 6, distilbert 36 for 6, no fused attention kernel left; the compiled
-inference step llama_tiny kept its cuDNN attention)."""
+inference step llama_tiny kept its cuDNN attention). Applied where every SDPA call is
+non-causal, as theirs were (``math_attention``)."""
 MATH_ATTENTION_BACKWARD_GEMMS = 4
 """Extern GEMMs per SDPA backward under the same decomposition: the gradients of the two
-``bmm`` (two each), beside one generated softmax-backward kernel (the same three steps: six
-``bmm`` a layer in all)."""
+``bmm`` (two each) (the same three steps: six ``bmm`` a layer in all)."""
+MATH_ATTENTION_GENERATED_KERNELS = 5
+"""Triton kernels per SDPA forward, and per backward, under the same decomposition: the
+softmax (its backward) and four layout copies, Q, K and V into the ``bmm``'s
+``[batch x heads, seq, dim]`` and the output back (the gradients likewise): the same three
+steps launch 4 ``triton_*clone*transpose*`` kernels a layer inside the forward graph call and
+4 inside the backward one, and one softmax kernel a layer each way (vit_small's backward two:
+a split reduction)."""
 
 
 def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, float],
@@ -82,14 +93,14 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
     cost = np.where(generated, per_generated,
                     np.where(conv_backward, costs.convolution_backward_op_us,
                              np.where(conv, costs.convolution_op_us, costs.extern_op_us)))
-    if training:  # SDPA's math decomposition: its GEMMs and one generated softmax
+    if training and math_attention(trace):  # SDPA's math decomposition: GEMMs and Triton
         forward, backward_op = (np.append(trace.strings.mask(ops.name_id, pattern), False)[op]
                                 for pattern in (FUSED_ATTENTION_FORWARD,
                                                 FUSED_ATTENTION_BACKWARD))
         cost[forward] = (MATH_ATTENTION_FORWARD_GEMMS * costs.extern_op_us
-                         + costs.generated_launch_us)
+                         + MATH_ATTENTION_GENERATED_KERNELS * costs.generated_launch_us)
         cost[backward_op] = (MATH_ATTENTION_BACKWARD_GEMMS * costs.extern_op_us
-                             + costs.generated_launch_us)
+                             + MATH_ATTENTION_GENERATED_KERNELS * costs.generated_launch_us)
     cost[~generated & ~first_of_their_op(op, at)] = 0.0  # one dispatch an op
     forward_call = costs.forward_call_us if training else costs.inference_call_us
     steps = trace.steps
@@ -100,6 +111,23 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
                 first = np.flatnonzero(part)[int(np.argmin(at[part]))]
                 cost[first] += call_us
     return dict(zip(rows.tolist(), cost.tolist(), strict=True))
+
+
+def math_attention(trace: Trace) -> bool:
+    """Whether the trace's SDPA calls are all non-causal (``is_causal`` recorded False on every
+    ``aten::scaled_dot_product_attention``): the three compiled training steps whose SDPA
+    Inductor ran as its math decomposition were (bert_small, vit_small, distilbert); no
+    compiled causal training step is recorded (gpt2_vocab and llama_fp32's SDPA are causal),
+    so a causal one keeps its fused kernels' one call."""
+    ops = trace.cpu_ops
+    rows = np.flatnonzero(trace.strings.mask(ops.name_id, SDPA_OP))
+    if not len(rows):
+        return False
+    flags = [trace.json_value(int(ops.concrete_inputs_id[r])) for r in rows.tolist()
+             if ops.concrete_inputs_id[r] >= 0]
+    return len(flags) == len(rows) and all(
+        isinstance(f, list) and len(f) > SDPA_IS_CAUSAL and f[SDPA_IS_CAUSAL] == "False"
+        for f in flags)
 
 
 def helper_kernel(trace: Trace, rows: np.ndarray) -> np.ndarray:
