@@ -12,14 +12,8 @@ import pytest
 
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.diagnose import compiled_launches as cl
-from aiprof.diagnose.compiled import (
-    DEVICE_COPY,
-    channels_last_conversions,
-    clone_copies,
-    layout_optimized,
-)
+from aiprof.diagnose.compiled import DEVICE_COPY, clone_copies
 from aiprof.diagnose.compiled_host import BACKWARD_REGION, FORWARD_REGION
-from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "diagnose"
@@ -137,27 +131,3 @@ def test_a_compiled_inference_step_keeps_its_fused_attention() -> None:
     decomposition is a training step's; the model leaves inference attention as it ran)."""
     done = compiled("compiled_second", "llama_tiny_b2_infer")
     assert done.strings.mask(done.cpu_ops.name_id, cl.FUSED_ATTENTION_FORWARD).any()
-
-
-@pytest.mark.parametrize(("folder", "name"), [("compiled", "resnet18_b4_train"),
-                                              ("compiled", "deeplabv3_mnv3_mask_train"),
-                                              ("compiled_second", "resnet34_nchw_bf16_train"),
-                                              ("compiled_third",
-                                               "efficientnet_b0_pageable_nchw_train")])
-def test_inductors_layout_choice_is_read_off_the_convolutions(folder: str, name: str) -> None:
-    """GIVEN a training step with convolutions and NCHW layout conversions and its compiled
-    step, WHEN ``layout_optimized`` reads Inductor's choice off the eager step's convolutions,
-    THEN the compiled step lost its conversions (under 0.05 ms a step, from over 0.2) exactly
-    where it says channels-last, and the model drops them there (``channels_last_conversions``)
-    and keeps them elsewhere."""
-    trace = eager(name)
-    rows = step_rows(trace)
-    conversions = rows[trace.strings.mask(trace.gpu_ops.name_id[rows], CONVERSION_KERNEL)]
-    assert float(trace.gpu_ops.dur_us[conversions].sum()) / max(len(trace.steps), 1) > 200.0
-    done = compiled(folder, name)
-    crows = step_rows(done)
-    left = crows[done.strings.mask(done.gpu_ops.name_id[crows], CONVERSION_KERNEL)]
-    gone = float(done.gpu_ops.dur_us[left].sum()) / max(len(done.steps), 1) < 50.0
-    assert layout_optimized(trace) == gone
-    dropped = channels_last_conversions(trace, rows)
-    assert len(dropped) == (len(conversions) if gone else 0)

@@ -21,11 +21,9 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
   takes at most its roofline, the bytes it must move (``diagnose/nhwc.py``: 3 x the tensor
   forward in training, a reduction then a pointwise pass, 2 x in eval, 5 x backward) over the
   DRAM bandwidth; what the generated kernels still read and write.
-  Inductor's layout optimization (channels_last convolutions) is read off the graph's
-  convolutions as ``GraphLowering.decide_layout_opt`` decides it in training
-  (``layout_optimized``): where it applies, cuDNN's layout conversions go; in inference, and
-  where it is skipped (a convolution with at least twice as many input as output channels and
-  a kernel wider than 1: "pytorch_unet"), they stay.
+  Inductor's layout optimization (channels_last convolutions) is not assumed: it is skipped
+  in training for nets with a convolution whose input has at least twice its output channels
+  (``GraphLowering.decide_layout_opt``, "pytorch_unet"), so the conversions stay.
 - **Padding.** Inductor pads misaligned ``mm``/``addmm``/``bmm`` (its ``pad_mm`` pass, on by
   default): each such GEMM the model launches takes its padded shape's time
   (``misaligned_shapes``' roof); convolutions are not padded.
@@ -41,9 +39,7 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
 What it leaves out: graph breaks and recompilations (one forward and one backward graph a
 step), the model's boundary inside a step (the step outside the eager spans is taken as
 compiled: a policy called per environment step next to eager sampling code counts as one
-graph), and what Inductor's layout optimization does beyond the conversions (cuDNN's NHWC
-kernels for the convolutions themselves, the depthwise ones above all: efficientnet_b0's
-cuDNN/cuBLAS time is 14.00 ms a step eager, 5.47 compiled).
+graph), and Inductor's layout optimization.
 """
 
 from __future__ import annotations
@@ -64,7 +60,6 @@ from aiprof.diagnose.replay import WAITING_CALL_FACTOR, Change, covered_between
 from aiprof.diagnose.rules.cpu_bound import host_cpu
 from aiprof.diagnose.rules.misaligned_shapes import padded_rate
 from aiprof.tensor.costmodel import op_cost
-from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.tensor.trace_ops import call_from_row
 from aiprof.trace import Trace
 
@@ -248,57 +243,11 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
     stays = stays_eager_spans(ctx, rows)
     rows = rows[~launched_in(ctx, rows, stays)]
     gpu_dur = {**norms, **padded_gemm_durations(ctx), **fused, **extra_gpu_dur_us,
-               **dict.fromkeys(clone_copies(ctx.trace, rows).tolist(), 0.0),
-               **dict.fromkeys(channels_last_conversions(ctx.trace, rows).tolist(), 0.0)}
+               **dict.fromkeys(clone_copies(ctx.trace, rows).tolist(), 0.0)}
     return Change(gpu_dur_us=gpu_dur, removed_cpu=iv.subtract(step_window(ctx.trace), stays),
                   added_cpu_us=compiled_launches(ctx.trace, rows, gpu_dur,
                                                  ctx.timeline.launch_call_us,
                                                  {kept_row(ctx, r): r for r in runs}))
-
-
-CONVOLUTION = re.compile(r"^aten::convolution$")
-"""The convolutions of the graph (``aten.convolution.default``, what ``decide_layout_opt``
-reads), as the profiler records them: their input dims (input, weight, ...) and their
-concrete inputs (the last one ``groups``)."""
-
-
-def layout_optimized(trace: Trace) -> bool:
-    """Whether Inductor lays a training graph's convolutions out channels-last
-    (``GraphLowering.decide_layout_opt``, ``torch/_inductor/graph.py``): a graph with
-    convolutions does, unless one is grouped with more than one input channel a group, one has
-    at most half as many output channels as input ones and a kernel wider than 1 (the
-    "pytorch_unet" skip), or every one has at most 64 input and output channels. Its
-    inference choice (the convolutions' flops weighted by benchmarked speed-ups) and its
-    node-count skip are not modelled: no layout change there. The compiled steps agree:
-    resnet18_b4, resnet34_nchw and efficientnet_b0 (none of the three) lost their cuDNN layout
-    conversions (0.21 -> 0.03, 3.31 -> 0.04, 0.47 -> 0.00 ms a step), deeplabv3 (three ASPP
-    convolutions 960 -> 256 wide 3) kept its 0.38 ms (``benchmarks/compiled_vs_eager.py``)."""
-    ops = trace.cpu_ops
-    rows = np.flatnonzero(trace.strings.mask(ops.name_id, CONVOLUTION))
-    weights: list[tuple[list[int], int]] = []
-    for r in rows.tolist():
-        dims = trace.json_value(int(ops.input_dims_id[r])) if ops.input_dims_id[r] >= 0 else None
-        args = (trace.json_value(int(ops.concrete_inputs_id[r]))
-                if ops.concrete_inputs_id[r] >= 0 else None)
-        if not (isinstance(dims, list) and len(dims) > 1 and isinstance(dims[1], list)
-                and len(dims[1]) > 2 and isinstance(args, list) and args):
-            return False  # shapes not recorded: the choice cannot be read
-        groups = int(args[-1]) if str(args[-1]).isdigit() else 1
-        weights.append(([int(v) for v in dims[1]], groups))
-    if not weights:
-        return False
-    grouped = any(g > 1 and w[1] > 1 for w, g in weights)
-    in_out = any(w[0] * 2 <= w[1] and w[2] > 1 for w, _ in weights)
-    small = all(w[0] <= 64 and w[1] <= 64 for w, _ in weights)
-    return not (grouped or in_out or small)
-
-
-def channels_last_conversions(trace: Trace, rows: np.ndarray) -> np.ndarray:
-    """The cuDNN layout conversions of ``rows`` that a training graph Inductor lays out
-    channels-last (``layout_optimized``) no longer runs; none in a step without a backward."""
-    if not len(backward_spans(trace)[0]) or not layout_optimized(trace):
-        return np.zeros(0, dtype=np.int64)
-    return np.asarray(rows[trace.strings.mask(trace.gpu_ops.name_id[rows], CONVERSION_KERNEL)])
 
 
 DEVICE_COPY = re.compile(r"^Memcpy DtoD")
