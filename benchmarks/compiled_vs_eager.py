@@ -1,6 +1,6 @@
 """The compile model against the compiled steps: each eager step of the counterfactual suite
 that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``,
-``compiled_third``).
+``compiled_third``, ``compiled_fourth``).
 
     python benchmarks/compiled_vs_eager.py
 
@@ -9,7 +9,12 @@ model's kernels (``unfused_elementwise.change``) and of the compiled step's kern
 into cuDNN/cuBLAS kernels (``kernel_kinds.GEMM_OR_CONV``), cuDNN's NCHW<->NHWC conversions
 (``tensor.layout.CONVERSION_KERNEL``) and the rest; the compiled step's Triton kernels per
 kernel the model keeps and per part of them (``compiled_kernels.part_count``: the kernels
-Inductor cannot merge); and the step under compile over the eager step, as
+Inductor cannot merge); the host time of the compiled graphs' calls per step in launch calls,
+the generated code's cost the model adds (``added_cpu_us``, in the eager trace's launch calls)
+against the compiled step's forward and backward regions (the profiler's per-event cost
+estimated and taken out, in its own launch calls); the profiler's per-event cost in the
+compiled trace as estimated from its nesting and as its step timed without the profiler implies
+(were it host-bound); and the step under compile over the eager step, as
 the model replays it and as the compiled-step session timed it (medians of its rounds: where
 both steps are host-bound the host's speed cancels in that ratio). Then, per compiled step
 with Inductor's BatchNorm kernels (``triton_*`` named after ``batch_norm``), their time per
@@ -29,8 +34,14 @@ import numpy as np
 
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
-from aiprof.diagnose.compiled_host import TRITON_KERNEL
+from aiprof.diagnose.compiled_host import (
+    BACKWARD_REGION,
+    FORWARD_REGION,
+    TRITON_KERNEL,
+    launch_call_us,
+)
 from aiprof.diagnose.context import Context, DiagnoseOptions
+from aiprof.diagnose.profiler_cost import estimated_overhead_us
 from aiprof.diagnose.replay import replay
 from aiprof.diagnose.rules import unfused_elementwise
 from aiprof.evaluation import load_suite
@@ -38,7 +49,7 @@ from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose"
-FOLDERS = ("compiled", "compiled_second", "compiled_third")
+FOLDERS = ("compiled", "compiled_second", "compiled_third", "compiled_fourth")
 
 
 def split_ms(trace: Trace, rows: np.ndarray, dur_us: np.ndarray) -> tuple[float, float, float]:
@@ -91,8 +102,43 @@ def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, objec
     cells = [split_ms(trace, rows, eager_us), split_ms(trace, rows, model_us),
              split_ms(compiled, crow, compiled.gpu_ops.dur_us[crow])]
     gpu = " | ".join(f"{a + b + c:.2f} ({a:.2f} + {b:.2f} + {c:.2f})" for a, b, c in cells)
-    return (f"| {name} | {gpu} | {per_kept:.2f} | {per_part:.2f} | {modelled:.2f} "
-            f"| {timed:.2f} |")
+    unit = launch_call_us(trace) or ctx.timeline.launch_call_us
+    model_calls = (sum(change.added_cpu_us.values()) if change else 0.0) / unit / max(
+        len(trace.steps), 1)
+    traced_calls = graph_call_calls(compiled)
+    fixed = entry.get("compile_rounds_ms")
+    implied = (implied_overhead_us(compiled, 1e3 * statistics.median(fixed))
+               if isinstance(fixed, list) else float("nan"))
+    return (f"| {name} | {gpu} | {per_kept:.2f} | {per_part:.2f} | {model_calls:.0f} "
+            f"| {traced_calls:.0f} | {estimated_overhead_us(compiled) or 0.0:.2f} "
+            f"| {implied:.2f} | {modelled:.2f} | {timed:.2f} |")
+
+
+def implied_overhead_us(trace: Trace, timed_step_us: float) -> float:
+    """The profiler's cost per recorded CPU event that would make the compiled step's profiled
+    span last its step timed without the profiler (``compile_rounds_ms``), were the step
+    host-bound: (span - timed) / events in the span."""
+    ops, rt = trace.cpu_ops, trace.runtime
+    lo, hi = float(trace.steps.start_us.min()), float(trace.steps.end_us.max())
+    events = np.concatenate([ops.ts_us, rt.ts_us])
+    inside = int(np.count_nonzero((events >= lo) & (events <= hi)))
+    return (hi - lo - timed_step_us * len(trace.steps)) / max(inside, 1)
+
+
+def graph_call_calls(trace: Trace) -> float:
+    """Host time of a compiled step's graph calls (Dynamo's forward regions, the backward
+    nodes), the profiler's cost per recorded event in them taken out
+    (``profiler_cost.estimated_overhead_us``), in the trace's launch calls, per step."""
+    ops, rt, ann = trace.cpu_ops, trace.runtime, trace.annotations
+    overhead = estimated_overhead_us(trace) or 0.0
+    events = np.sort(np.concatenate([ops.ts_us, rt.ts_us, ann.ts_us]))
+    rows = np.flatnonzero(trace.strings.mask(ops.name_id, FORWARD_REGION)
+                          | trace.strings.mask(ops.name_id, BACKWARD_REGION))
+    lo, hi = ops.ts_us[rows], ops.ts_us[rows] + ops.dur_us[rows]
+    cost = float(np.sum(hi - lo) - overhead * np.sum(np.searchsorted(events, hi)
+                                                     - np.searchsorted(events, lo)))
+    unit = launch_call_us(trace)  # None where no cudaLaunchKernel was recorded
+    return cost / unit / max(len(trace.steps), 1) if unit else float("nan")
 
 
 BATCH_NORM_TRITON = re.compile(r"^triton_(red|per|poi)_.*batch_norm")
@@ -132,8 +178,10 @@ def main() -> None:
     suite = {w.name: w for w in load_suite(DATA / "counterfactual")}
     print("| workload | eager GPU ms/step (library + conversions + rest) | compile model | "
           "compiled step | "
-          "Triton kernels per kept kernel | per part | compiled/eager step, model | timed |")
-    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: |")
+          "Triton kernels per kept kernel | per part | graph calls' host, launch calls/step, "
+          "model | compiled step | profiler µs/event, estimated | implied by the timed step | "
+          "compiled/eager step, model | timed |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for folder in FOLDERS:
         doc = json.loads((DATA / folder / "compiled_steps.json").read_text())
         for entry in doc["workloads"]:

@@ -6,9 +6,11 @@ Triton launch; in a step with a backward, per kept kernel the Triton kernels of 
 (``compiled_kernels``: one per element count and per reduction; ``TRAINING_LAUNCHES_PER_KERNEL``
 where the trace has no shapes), in one without, one; per extern
 op (a GEMM, an ATen fallback; a convolution costs its own, a backward one about three forward
-ones) one call of it from the wrapper, whatever number of kernels it launches; per step one
-forward call (per parameter in training), and one backward call where the step has a
-backward.
+ones) one call of it from the wrapper, whatever number of kernels it launches (in a training
+step a non-causal SDPA forward is its math decomposition's two GEMMs and five generated
+kernels, its backward four and five); an op Inductor generates launches none of ATen's
+helper kernels for it (``helper_kernel``: a reduction's memset); per step one forward call
+(per parameter in training), and one backward call where the step has a backward.
 """
 
 from __future__ import annotations
@@ -33,6 +35,34 @@ CUDNN_NORM = re.compile(r"^void cudnn::bn_(fw|bw)")
 """cuDNN's batch-norm kernels (``bn_fw_tr_1C11_singleread``, ``bn_bw_1C11_singleread``: FP32
 NCHW training): normalizations, which Inductor generates like ATen's."""
 
+FUSED_ATTENTION_FORWARD = re.compile(r"^aten::_(efficient|flash|cudnn)_attention_forward$")
+FUSED_ATTENTION_BACKWARD = re.compile(r"^aten::_(efficient|flash|cudnn)_attention_backward$")
+"""The ops that launch ``scaled_dot_product_attention``'s fused kernels (memory-efficient,
+flash, cuDNN), forward and backward."""
+SDPA_OP = re.compile(r"^aten::scaled_dot_product_attention$")
+SDPA_IS_CAUSAL = 5
+"""Position of ``is_causal`` among ``scaled_dot_product_attention``'s arguments (query, key,
+value, attn_mask, dropout_p, is_causal, scale, enable_gqa), as the profiler records its
+concrete inputs."""
+MATH_ATTENTION_FORWARD_GEMMS = 2
+"""Extern GEMMs of a compiled training step per SDPA forward: Inductor ran SDPA's math
+decomposition (``bmm`` of the scores, a generated ``_safe_softmax`` kernel with the mask and
+dropout, ``bmm`` with V) in each of the three compiled training steps with SDPA
+(``tests/data/diagnose/compiled``, ``compiled_second``: bert_small 24 ``aten::bmm`` a step for 4
+layers, vit_small 36 for 6, distilbert 36 for 6, no fused attention kernel left; the compiled
+inference step llama_tiny kept its cuDNN attention). Applied where every SDPA call is
+non-causal, as theirs were (``math_attention``)."""
+MATH_ATTENTION_BACKWARD_GEMMS = 4
+"""Extern GEMMs per SDPA backward under the same decomposition: the gradients of the two
+``bmm`` (two each) (the same three steps: six ``bmm`` a layer in all)."""
+MATH_ATTENTION_GENERATED_KERNELS = 5
+"""Triton kernels per SDPA forward, and per backward, under the same decomposition: the
+softmax (its backward) and four layout copies, Q, K and V into the ``bmm``'s
+``[batch x heads, seq, dim]`` and the output back (the gradients likewise): the same three
+steps launch 4 ``triton_*clone*transpose*`` kernels a layer inside the forward graph call and
+4 inside the backward one, and one softmax kernel a layer each way (vit_small's backward two:
+a split reduction)."""
+
 
 def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, float],
                       fallback_launch_call_us: float,
@@ -43,7 +73,9 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
     backward a backward call."""
     gpu, rt, ops = trace.gpu_ops, trace.runtime, trace.cpu_ops
     gone = np.fromiter((r for r, d in gpu_dur_us.items() if d <= 0), np.int64)
-    rows = np.unique(rows[(gpu.launch_row[rows] >= 0) & ~np.isin(rows, gone)])
+    rows = np.unique(rows[gpu.launch_row[rows] >= 0])
+    helper = helper_kernel(trace, rows)
+    rows = rows[~np.isin(rows, gone) & ~helper]
     if not len(rows):
         return {}
     costs = host_costs(trace, fallback_launch_call_us)
@@ -61,6 +93,14 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
     cost = np.where(generated, per_generated,
                     np.where(conv_backward, costs.convolution_backward_op_us,
                              np.where(conv, costs.convolution_op_us, costs.extern_op_us)))
+    if training and math_attention(trace):  # SDPA's math decomposition: GEMMs and Triton
+        forward, backward_op = (np.append(trace.strings.mask(ops.name_id, pattern), False)[op]
+                                for pattern in (FUSED_ATTENTION_FORWARD,
+                                                FUSED_ATTENTION_BACKWARD))
+        cost[forward] = (MATH_ATTENTION_FORWARD_GEMMS * costs.extern_op_us
+                         + MATH_ATTENTION_GENERATED_KERNELS * costs.generated_launch_us)
+        cost[backward_op] = (MATH_ATTENTION_BACKWARD_GEMMS * costs.extern_op_us
+                             + MATH_ATTENTION_GENERATED_KERNELS * costs.generated_launch_us)
     cost[~generated & ~first_of_their_op(op, at)] = 0.0  # one dispatch an op
     forward_call = costs.forward_call_us if training else costs.inference_call_us
     steps = trace.steps
@@ -71,6 +111,41 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
                 first = np.flatnonzero(part)[int(np.argmin(at[part]))]
                 cost[first] += call_us
     return dict(zip(rows.tolist(), cost.tolist(), strict=True))
+
+
+def math_attention(trace: Trace) -> bool:
+    """Whether the trace's SDPA calls are all non-causal (``is_causal`` recorded False on every
+    ``aten::scaled_dot_product_attention``): the three compiled training steps whose SDPA
+    Inductor ran as its math decomposition were (bert_small, vit_small, distilbert); no
+    compiled causal training step is recorded (gpt2_vocab and llama_fp32's SDPA are causal),
+    so a causal one keeps its fused kernels' one call."""
+    ops = trace.cpu_ops
+    rows = np.flatnonzero(trace.strings.mask(ops.name_id, SDPA_OP))
+    if not len(rows):
+        return False
+    flags = [trace.json_value(int(ops.concrete_inputs_id[r])) for r in rows.tolist()
+             if ops.concrete_inputs_id[r] >= 0]
+    return len(flags) == len(rows) and all(
+        isinstance(f, list) and len(f) > SDPA_IS_CAUSAL and f[SDPA_IS_CAUSAL] == "False"
+        for f in flags)
+
+
+def helper_kernel(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per GPU op of ``rows``: a helper launch of an op Inductor generates, which the
+    generated code does not make: neither a generated kernel nor a library one, launched by an
+    op that also launched a generated kernel among ``rows`` (fused away or kept): the
+    ``Memset`` of the semaphores ATen's large ``reduce_kernel`` sums with (``Reduce.cuh``'s
+    global reduction), the weight-gradient kernel of ``native_layer_norm_backward``
+    (``GammaBetaBackward``) beside its input-gradient one. Inductor lowers the op to Triton
+    kernels (the generated row's parts count them): the compiled steps of
+    ``tests/data/diagnose/compiled`` launch 1 memset a step against the eager steps' 45
+    (bert_small), 8 against 46 (vit_small)."""
+    gpu = trace.gpu_ops
+    op = gpu.op_row[rows]
+    generated = generated_kernel(trace, rows)
+    library = trace.strings.mask(gpu.name_id[rows], GEMM_OR_CONV)
+    generated_ops = np.unique(op[generated & (op >= 0)])
+    return np.asarray(~generated & ~library & (op >= 0) & np.isin(op, generated_ops))
 
 
 def generated_kernel(trace: Trace, rows: np.ndarray) -> np.ndarray:
