@@ -25,32 +25,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
-from aiprof.measure.inference.assembly import Assembler, byte_rows
+from aiprof.measure.inference.assembly import byte_rows
+from aiprof.measure.inference.assembly_timing import Fill, engine_ways, measure
 
 SLOTS = 64
-Fill = Callable[[list[int]], None]
 
 
 def ways(inputs: torch.Tensor, max_batch: int, device: str) -> dict[str, Callable[[], Fill]]:
-    """Each way's maker: a fresh buffer set and a function that fills it with a batch."""
+    """The engine's ways (``assembly_timing.engine_ways``) and three others to compare, each a
+    maker of a fresh buffer set and the function that fills it with a batch."""
     pin = device.startswith("cuda")
     row = tuple(inputs.shape[1:])
+    engine = engine_ways(inputs, max_batch, device)
 
     def host() -> torch.Tensor:
         return torch.zeros((max_batch, *row), dtype=inputs.dtype, pin_memory=pin)
-
-    def engine(name: str) -> Fill:
-        buffer, assembler = host(), Assembler(name, inputs)
-        rows = byte_rows(buffer)
-        return lambda slots: assembler.to_host(slots, buffer, rows)
 
     def copy_rows() -> Fill:
         buffer = host()
@@ -68,75 +62,12 @@ def ways(inputs: torch.Tensor, max_batch: int, device: str) -> dict[str, Callabl
                 target[i] = source[slot]
         return fill
 
-    def direct() -> Fill:
-        dev_in = torch.zeros((max_batch, *row), dtype=inputs.dtype, device=device)
-        assembler, stream = Assembler("direct", inputs), torch.cuda.Stream(device)
-
-        def fill(slots: list[int]) -> None:
-            with torch.cuda.stream(stream):
-                assembler.to_device(slots, dev_in, dev_in, len(slots))
-        fill.settle = stream.synchronize  # type: ignore[attr-defined]
-        return fill
-
     found: dict[str, Callable[[], Fill]] = {
-        "gather": lambda: engine("gather"), "gather, 1 thread": lambda: engine("gather"),
-        "copy_ rows": copy_rows, "numpy rows": numpy_rows, "take": lambda: engine("take")}
-    if pin:
-        found["direct"] = direct
+        "gather": engine["gather"], "gather, 1 thread": engine["gather"],
+        "copy_ rows": copy_rows, "numpy rows": numpy_rows, "take": engine["take"]}
+    if "direct" in engine:
+        found["direct"] = engine["direct"]
     return found
-
-
-def _python_bursts(stop: threading.Event, burst_us: float = 200.0) -> None:
-    """Pure Python for ``burst_us``, then as long asleep: the event loop's share of the GIL."""
-    while not stop.is_set():
-        end = time.perf_counter() + burst_us / 1e6
-        while time.perf_counter() < end:
-            pass
-        time.sleep(burst_us / 1e6)
-
-
-def _other_instance(make: Callable[[], Fill], size: int, gap_s: float,
-                    stop: threading.Event) -> None:
-    fill, slots = make(), [(7 * i) % SLOTS for i in range(size)]
-    while not stop.is_set():
-        fill(slots)
-        getattr(fill, "settle", _nothing)()
-        time.sleep(gap_s)
-
-
-def _nothing() -> None:
-    pass
-
-
-def measure(make: Callable[[], Fill], size: int, batches: int, gap_s: float,
-            loaded: bool) -> dict[str, float]:
-    """Wall time per batch in the assembling thread (mean, P50, P99) and process CPU per batch."""
-    fill = make()
-    stop = threading.Event()
-    helpers = ([threading.Thread(target=_other_instance, args=(make, size, gap_s, stop)),
-                threading.Thread(target=_python_bursts, args=(stop,))] if loaded else [])
-    for helper in helpers:
-        helper.start()
-    rng = np.random.default_rng(size)
-    walls = np.empty(batches)
-    try:
-        for _ in range(3):
-            fill(list(range(size)))
-        cpu = time.process_time_ns()
-        for i in range(batches):
-            slots = rng.integers(0, SLOTS, size).tolist()
-            begin = time.perf_counter_ns()
-            fill(slots)
-            walls[i] = (time.perf_counter_ns() - begin) / 1e3
-            getattr(fill, "settle", _nothing)()  # direct: its copies end on the device, untimed
-            time.sleep(gap_s)
-        cpu_us = (time.process_time_ns() - cpu) / 1e3 / batches
-    finally:
-        stop.set()
-        for helper in helpers:
-            helper.join()
-    return {"mean_us": float(walls.mean()), "p50_us": float(np.percentile(walls, 50)),
-            "p99_us": float(np.percentile(walls, 99)), "process_cpu_us_per_batch": cpu_us}
 
 
 def run(shape: tuple[int, ...], dtype: torch.dtype, sizes: tuple[int, ...], batches: int,
@@ -152,7 +83,7 @@ def run(shape: tuple[int, ...], dtype: torch.dtype, sizes: tuple[int, ...], batc
     for way, make in ways(inputs, max(sizes), device).items():
         torch.set_num_threads(1 if way == "gather, 1 thread" else threads)
         try:
-            out[way] = {condition: {size: measure(make, size, batches, gap_us / 1e6,
+            out[way] = {condition: {size: measure(make, size, SLOTS, batches, gap_us / 1e6,
                                                   condition == "loaded") for size in sizes}
                         for condition in ("alone", "loaded")}
         except Exception as error:  # one way failing (a device without it) keeps the others

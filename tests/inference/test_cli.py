@@ -138,6 +138,9 @@ def test_batching_bench_measures_and_serves(tmp_path, capsys):
                          "--calibration-requests", "30", "--p99-ms", "60",
                          "--tune-requests", "200", "--curve-out", str(curve_csv), "--json"])
     assert doc["schema"] == "aiprof.batching.bench/2"
+    assert doc["assembly"]["asked"] == "auto" and set(doc["assembly"]["timed"]) == {"gather",
+                                                                                   "take"}
+    assert doc["assembly"]["used"] in ("gather", "take")
     result = doc["result"]
     assert result["curve"]["batch_sizes"] == [1, 4]
     assert [p["label"] for p in result["open_loop"]] == ["40% of capacity", "80% of capacity"]

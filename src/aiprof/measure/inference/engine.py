@@ -107,10 +107,7 @@ class ServingEngine:
         torch = import_torch()
         self._torch = torch
         self.device = torch.device(device)
-        self.cuda = self.device.type == "cuda"
-        if self.cuda and not torch.cuda.is_available():
-            raise UnsupportedDeviceError(f"device {device}: this machine has no CUDA device; "
-                                         "serve on --device cpu")
+        self.cuda = is_cuda(device)
         if not self.cuda and cpu_threads:
             torch.set_num_threads(cpu_threads)
         self.max_batch = max_batch
@@ -251,6 +248,17 @@ class ServingEngine:
                           else float("nan")),
             median_wall_us=(float(np.median(np.repeat(rows[:, 3], rows[:, 0].astype(np.int64))))
                             if rows.size else float("nan")))
+
+
+def is_cuda(device: str) -> bool:
+    """Whether ``device`` is a CUDA device (UnsupportedDeviceError when this machine has
+    none)."""
+    torch = import_torch()
+    cuda = bool(torch.device(device).type == "cuda")
+    if cuda and not torch.cuda.is_available():
+        raise UnsupportedDeviceError(f"device {device}: this machine has no CUDA device; "
+                                     "serve on --device cpu")
+    return cuda
 
 
 def registered_inputs(make_input: Callable[[int], Any], num_slots: int, dtype: Any = None) -> Any:
