@@ -171,6 +171,18 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
     return out
 
 
+def device_alone_errors(point: Any) -> dict[str, float]:
+    """The simulator's P50 and P99 errors (%) with the device curve alone beside those with the
+    one measured under load (empty when the point has no such simulation)."""
+    alone = point.simulated_device_alone
+    if alone is None:
+        return {}
+    real = point.real
+    return {f"{q}_pct_device_alone": 100 * (getattr(alone, f"latency_{q}_us")
+                                            - getattr(real, f"latency_{q}_us"))
+            / getattr(real, f"latency_{q}_us") for q in ("p50", "p99")}
+
+
 def assembly_costs(inputs: Any, smoke: bool, device: str) -> dict[str, Any]:
     """benchmarks/host_assembly.py on this model's inputs: every way of assembling a batch,
     alone and under load (the engine serves with one of them, ``--assembly``)."""
@@ -228,7 +240,8 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
            "evidence": found, "assembly": engine.assembly, "assembly_costs": assembled,
            "sdpa_capture_error": retried, "comparison": plain(result),
            "errors": {p.label: {"throughput_pct": p.throughput_error_pct,
-                                "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct}
+                                "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct,
+                                **device_alone_errors(p)}
                       for p in (*result.open_loop, *result.closed_loop,
                                 *((result.tuner.point,) if result.tuner and result.tuner.point
                                   else ()))},
