@@ -33,9 +33,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 from aiprof.inference.batcher import DynamicBatcher
 from aiprof.inference.frontend import RequestServer
@@ -47,7 +49,7 @@ requests arriving meanwhile then wait about as long as a hand-off to a model thr
 delay them (the client's P50 latency through a thread was 145-158 us against 124-131 us for an
 echo on the loop, 20-30 us more, on the H200 host, 2026-12-02 01:03 UTC)."""
 IDLE_CHECK_S = 0.05
-"""How often a leader waiting for requests checks that it still leads (its socket's timeout)."""
+"""How often a leader waiting for requests checks that it still leads (its wait's timeout)."""
 WATCH_S = 0.01
 """How often the loop checks the leader; one whose batch has run this long loses the reading to
 the loop (a model that blocks unannounced: the first call of a GPU model, a hang), so requests
@@ -58,14 +60,17 @@ at 100 checks a second the loop costs about 0.3 us per request at 5,000 req/s.""
 
 class LeaderServer(RequestServer):
     """:class:`RequestServer` whose connection is read by a leader thread while the model's
-    calls are short, by the event loop otherwise (and when the loop holds no lock)."""
+    calls are short, by the event loop otherwise (and when the loop holds no lock).
+
+    Who reads is decided under the loop's lock, and every read is made and submitted under it,
+    whoever makes it: two readers never take parts of the stream out of order."""
 
     def __init__(self, batcher: DynamicBatcher, num_slots: int,
                  closed: asyncio.Future[None]) -> None:
         super().__init__(batcher, num_slots, closed)
-        self._role = threading.Lock()
         self._leader: InlineWorker | None = None
-        """The worker whose thread reads the connection (None: the loop reads, or nobody)."""
+        """The worker whose thread reads the connection (None: the loop reads, or nobody);
+        changed only under the loop's lock."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_reads = True
         self.num_leaders = 0
@@ -87,67 +92,74 @@ class LeaderServer(RequestServer):
         """On the loop: a new leader thread reads from now on."""
         assert self._sock is not None and self._loop is not None
         worker = self._batcher.inline_worker(lambda: self._to_loop(worker))
-        sock = socket.socket(fileno=os.dup(self._sock.fileno()))  # its own timeout
-        sock.settimeout(IDLE_CHECK_S)  # waits in poll(), the GIL free; the file stays non-blocking
-        with self._role:
-            self._leader = worker
+        self._leader = worker
         self._loop.remove_reader(self._sock.fileno())
         self._loop_reads = False
         self.num_leaders += 1
         self._loop.call_later(WATCH_S, self._watch, worker)
+        sock = socket.socket(fileno=os.dup(self._sock.fileno()))  # its own: the loop closes
+        sock.setblocking(False)                                   # the other at the end
         threading.Thread(target=self._read_and_run, args=(worker, sock), daemon=True,
                          name=f"{MODEL_THREAD_PREFIX}leader-{self.num_leaders}").start()
 
     def _read_and_run(self, worker: InlineWorker, sock: socket.socket) -> None:
-        """The leader's thread: read, submit holding the loop's lock, run the batch given."""
+        """The leader's thread: wait for requests (no lock held, the GIL free), then read and
+        submit them holding the loop's lock, then run the batch it was given."""
         lock, batcher = self._batcher.loop_lock, self._batcher
         assert lock is not None
+        waiting = select.poll()
+        waiting.register(sock.fileno(), select.POLLIN)
         try:
             while self._leader is worker:
-                try:
-                    data = self._received.recv(sock)
-                except (TimeoutError, BlockingIOError, InterruptedError):
+                if not waiting.poll(IDLE_CHECK_S * 1e3):
                     continue
-                except OSError:  # reset by the client: as closed
-                    data = b""
-                if not data:
-                    self._hand_over(worker, eof=True)
-                    return
                 with lock:
+                    if self._leader is not worker:  # the loop reads now (checked, then read)
+                        return
+                    try:
+                        data = self._received.recv(sock)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:  # reset by the client: as closed
+                        data = b""
+                    if not data:
+                        self._hand_over(self._closed_by_peer)
+                        return
                     batcher.run_here(worker, functools.partial(self.data_received, data))
-                if worker.pending is None:
-                    continue
-                if batcher.model_call_estimate_us >= LEAD_CALLS_BELOW_US:
-                    self._hand_over(worker)  # real work: the loop reads while this one runs
-                    worker.run_pending()
+                    if worker.pending is None:
+                        continue
+                    blocks = batcher.model_call_estimate_us >= LEAD_CALLS_BELOW_US
+                    if blocks:  # real work: the loop reads while this thread runs it
+                        self._hand_over(self._loop_read)
+                ended = not worker.run_pending()  # (KeyboardInterrupt...: this thread ends)
+                if blocks:
                     return
-                if not worker.run_pending():  # KeyboardInterrupt, SystemExit...: this ends
-                    self._hand_over(worker)
+                if ended:
+                    with lock:
+                        if self._leader is worker:
+                            self._hand_over(self._loop_read)
                     return
                 # (a batch that ran past WATCH_S lost the reading to the loop: this ends)
         finally:
             sock.close()
             retire()
 
-    def _hand_over(self, worker: InlineWorker, *, eof: bool = False) -> None:
-        """From the leader's thread: the loop reads from now on (or closes, at the end)."""
-        with self._role:
-            if self._leader is not worker:
-                return
-            self._leader = None
+    def _hand_over(self, then: Callable[[], None]) -> None:
+        """From the leader's thread, holding the loop's lock: nobody leads; ``then`` on the
+        loop (it reads from now on, or closes at the end)."""
+        self._leader = None
         assert self._loop is not None
         try:
-            self._loop.call_soon_threadsafe(self._closed_by_peer if eof else self._loop_read)
+            self._loop.call_soon_threadsafe(then)
         except RuntimeError:  # the loop is closed: nobody is served any more
             pass
 
     def _to_loop(self, worker: InlineWorker) -> None:
         """On the loop, when the leader's batch runs too long or the batcher gave up on it:
         the loop reads again."""
-        with self._role:
-            if self._leader is not worker:
-                return
-            self._leader = None
+        if self._leader is not worker:
+            return
+        self._leader = None
         self._loop_read()
 
     def _watch(self, worker: InlineWorker) -> None:
@@ -174,6 +186,5 @@ class LeaderServer(RequestServer):
             self._transport.close()  # connection_lost follows, on the loop
 
     def _stop_reading(self) -> None:
-        with self._role:
-            self._leader = None  # its thread ends within IDLE_CHECK_S, closing its socket
+        self._leader = None  # its thread ends within IDLE_CHECK_S, closing its socket
         super()._stop_reading()
