@@ -117,9 +117,9 @@ class DynamicBatcher:
         self._loop_thread = 0
         self.loop_lock: threading.Lock | None = None
         """A lock the loop's thread holds whenever it runs, released only while it waits
-        (:class:`~aiprof.inference.probes.TimedSelector` with a lock): set by whoever runs the
-        loop so, another thread holding it may submit (:meth:`run_here`). None: the loop's
-        thread alone calls the batcher."""
+        (:class:`~aiprof.inference.probes.TimedSelector` with a lock), set by whoever runs the
+        loop so that another thread holding it may submit (:meth:`run_here`, for a model run in
+        threads). None: the loop's thread alone calls the batcher."""
 
     async def __aenter__(self) -> DynamicBatcher:
         self.start()
@@ -352,7 +352,7 @@ class DynamicBatcher:
         give the first batch it dispatches to ``worker`` (its ``pending`` job, for this thread
         to run once the lock is released) instead of a model thread. Every policy applies as
         on the loop; what needs the loop (a timer, a wake-up) is handed to it."""
-        assert self.loop_lock is not None and self.loop_lock.locked()
+        assert self.loop_lock is not None and self.loop_lock.locked() and self.runs_in_threads
         self._instances.here = worker
         try:
             submit()
@@ -365,9 +365,15 @@ class DynamicBatcher:
         return InlineWorker(self._model, on_abandon)
 
     @property
-    def model_call_estimate_us(self) -> float:
-        """Smoothed duration of the model's calls (0 before the first)."""
-        return self._instances.call_estimate_us
+    def runs_in_threads(self) -> bool:
+        """Whether the model runs in threads (a plain function), not as tasks on the loop."""
+        return self._instances.in_thread
+
+    @property
+    def short_call_us(self) -> float:
+        """The shortest of the model's last calls in its threads (0 before the first): what
+        the model costs when nothing else delays it, a stall of the machine left out."""
+        return min(self._instances.recent_calls_us, default=0.0)
 
     async def infer(self, payload: Any, **options: Any) -> Any:
         """Submit one request and wait for its result."""

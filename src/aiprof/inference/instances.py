@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import collections
 import functools
 import threading
 from collections.abc import Callable
@@ -27,6 +28,9 @@ from aiprof.inference.worker import InlineWorker, ModelThread
 
 _EWMA_WEIGHT = 1 / 8
 """Weight of a new batch time in the running estimate: TCP's smoothed RTT (RFC 6298, alpha)."""
+RECENT_CALLS = 8
+"""Model calls kept to tell a model that blocks from one that was descheduled once: the
+shortest of the last eight (a window as long as the smoothing's memory above)."""
 
 
 class _Batch:
@@ -57,6 +61,8 @@ class Instances:
         self._model = model
         self._is_async = is_async
         self._in_thread = in_thread
+        self.in_thread = in_thread
+        """Batches run in model threads (else as tasks on the loop)."""
         self._clock = clock
         self._recorder = recorder
         self._compute_timeout_us = compute_timeout_us
@@ -70,8 +76,9 @@ class Instances:
         self.in_flight: set[_Batch] = set()
         self.batch_estimate_us = 0.0
         """Smoothed compute time of the batches that returned results (0 before the first)."""
-        self.call_estimate_us = 0.0
-        """Smoothed duration of the model's calls in their threads (0 before the first)."""
+        self.recent_calls_us: collections.deque[float] = collections.deque(
+            maxlen=RECENT_CALLS)
+        """How long the model's last calls took, in their threads (appended from any)."""
         self.here: InlineWorker | None = None
         """Set by a thread that holds the loop's lock around its ``submit_many``: the first
         batch dispatched meanwhile goes to this worker (run by that thread) instead of a model
@@ -196,10 +203,8 @@ class Instances:
         assert self._inbox is not None
         done_us = self._clock.now_us()
         answered = False
-        if batch.worker is not None:  # (a benign race between threads: an estimate)
-            call, estimate = batch.worker.last_call_us, self.call_estimate_us
-            self.call_estimate_us = (estimate + _EWMA_WEIGHT * (call - estimate) if estimate
-                                     else call)
+        if batch.worker is not None:
+            self.recent_calls_us.append(batch.worker.last_call_us)  # (thread-safe)
         if error is None and batch.sink is not None:
             values = check_results(result, len(batch.requests))
             if not isinstance(values, BaseException) and self._claim(batch):

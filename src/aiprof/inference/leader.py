@@ -17,12 +17,13 @@ answers and reads again: one thread, no hand-off. Schmidt et al.'s Leader/Follow
 (POSA2, 2000): the thread that detects an event processes it, and promotes another to wait only
 when it must block.
 
-It hands the reading on only when it must block on real work: when the model's calls
-(smoothed, :attr:`~aiprof.inference.batcher.DynamicBatcher.model_call_estimate_us`) last
-longer than :data:`LEAD_CALLS_BELOW_US`, it gives the connection back to the event loop before
-running its batch, and the loop reads and hands batches to the model threads as before, so a
-GPU model's next batch is assembled while one computes (the stream overlap). The loop makes a
-new leader once the calls are short again (below half the bound: no flapping at it). A leader
+It hands the reading on only when it must block on real work: when even the model's shortest
+recent call (:attr:`~aiprof.inference.batcher.DynamicBatcher.short_call_us`: a stall of the
+machine in one call does not count) lasted :data:`LEAD_CALLS_BELOW_US` or longer, it gives
+the connection back to the event loop before running its batch, and the loop reads and hands
+batches to the model threads as before, so a GPU model's next batch is assembled while one
+computes (the stream overlap). The loop makes a new leader once the calls are short again
+(below half the bound: no flapping at it). A leader
 whose batch runs longer than :data:`WATCH_S` (a first call that blocks, a hang) loses the
 reading to the loop, which checks it that often, so a hung model stops only its own batch, and
 a batch the batcher gives up on (a compute timeout) takes the reading back at once.
@@ -79,13 +80,17 @@ class LeaderServer(RequestServer):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # the loop reads, until a leader takes over
         self._loop = asyncio.get_running_loop()
-        if self._batcher.loop_lock is not None:
+        if self._may_lead():
             self._lead()
+
+    def _may_lead(self) -> bool:
+        """A leader needs the loop's lock and a model run in threads."""
+        return self._batcher.loop_lock is not None and self._batcher.runs_in_threads
 
     def _readable(self) -> None:
         super()._readable()
-        if (self._loop_reads and self._batcher.loop_lock is not None and self._sock is not None
-                and self._batcher.model_call_estimate_us < LEAD_CALLS_BELOW_US / 2):
+        if (self._loop_reads and self._sock is not None and self._may_lead()
+                and self._batcher.short_call_us < LEAD_CALLS_BELOW_US / 2):
             self._lead()
 
     def _lead(self) -> None:
@@ -128,7 +133,7 @@ class LeaderServer(RequestServer):
                     batcher.run_here(worker, functools.partial(self.data_received, data))
                     if worker.pending is None:
                         continue
-                    blocks = batcher.model_call_estimate_us >= LEAD_CALLS_BELOW_US
+                    blocks = batcher.short_call_us >= LEAD_CALLS_BELOW_US
                     if blocks:  # real work: the loop reads while this thread runs it
                         self._hand_over(self._loop_read)
                 ended = not worker.run_pending()  # (KeyboardInterrupt...: this thread ends)
