@@ -130,12 +130,19 @@ class LeaderServer(RequestServer):
                     if not data:
                         self._hand_over(self._closed_by_peer)
                         return
-                    batcher.run_here(worker, functools.partial(self.data_received, data))
-                    if worker.pending is None:
+                    error: Exception | None = None
+                    try:
+                        batcher.run_here(worker, functools.partial(self.data_received, data))
+                    except Exception as raised:  # a bug: the loop reads on, it is reported
+                        error = raised
+                    if worker.pending is None and error is None:
                         continue
-                    blocks = batcher.short_call_us >= LEAD_CALLS_BELOW_US
+                    blocks = error is not None or batcher.short_call_us >= LEAD_CALLS_BELOW_US
                     if blocks:  # real work: the loop reads while this thread runs it
                         self._hand_over(self._loop_read)
+                if error is not None:
+                    worker.run_pending()  # a batch given to it before the error still runs
+                    raise error
                 ended = not worker.run_pending()  # (KeyboardInterrupt...: this thread ends)
                 if blocks:
                     return
