@@ -163,6 +163,8 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
                                        "sync_wait_us": costs.sync_wait_us,
                                        "mean_wall_us": costs.mean_wall_us,
                                        "median_wall_us": costs.median_wall_us,
+                                       "wall_p90_us": costs.wall_p90_us,
+                                       "device_p90_us": costs.device_p90_us,
                                        "outside_device_us": costs.outside_device_us,
                                        "batcher_compute_mean_us":
                                            point.real.server.compute_mean_us,
