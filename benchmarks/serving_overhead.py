@@ -8,7 +8,12 @@ loop's thread, the model threads, the rest), counted from the load generator's c
 end, the loop's iterations per request and the client-side latency, for two request paths run
 in turn on the same arrivals:
 
-- *group* (the serving path): the requests of one read handed to the batcher together
+- *leader* (the serving path, :mod:`aiprof.inference.leader`): a leader thread reads the
+  connection and submits what it read holding the loop's lock; the batch dispatched meanwhile
+  is run by that thread itself, which then reads again (no hand-off to a model thread while
+  the model's calls are short; the loop reads and hands batches to model threads otherwise);
+- *group* (the serving path before it, the baseline the leader is measured against): the
+  event loop reads, the requests of one read handed to the batcher together
   (``DynamicBatcher.submit_many``); those that form a batch at once in an empty queue go to
   a free instance without being queued (``fresh_dispatch``), a read of one request is decoded
   without numpy by the loop's own reader callback, and a batch is answered by one send from
@@ -193,7 +198,8 @@ def _zero_cost(batch: list[Any]) -> list[int]:
 
 
 PATHS: dict[str, dict[str, Any]] = {
-    "group": {}, "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
+    "leader": {}, "group": {"front_end": RequestServer},
+    "group, queued": {"front_end": QueuedGroupServer, "fresh_dispatch": False},
     "per request": {"front_end": PerRequestServer}}
 """Request paths, by name: the keywords of ``serve()`` that select them."""
 FLOORS: dict[str, dict[str, Any]] = {"echo": {"front_end": EchoServer},
@@ -202,7 +208,7 @@ _: FrontEnd = QueuedGroupServer  # each front end above is one (checked by mypy)
 
 
 def measure(rate_rps: float, num_requests: int, policy: BatchPolicy, seed: int,
-            path: str = "group") -> dict[str, float]:
+            path: str = "leader") -> dict[str, float]:
     """One run through the socket: the server's CPU per request and what the client saw."""
     arrivals = poisson_arrivals(rate_rps, num_requests, seed=seed)
     load = OpenLoad(arrivals_us=tuple(arrivals.tolist()))
@@ -266,7 +272,7 @@ def python_only(count: int) -> float:
     each batch runs in the caller's thread as soon as it is handed over."""
 
     def at_once(self: ModelThread, payloads: list[Any], reply: Any) -> None:
-        reply(self._model(payloads), None)
+        reply(self.model(payloads), None)
 
     async def run() -> float:
         batcher = DynamicBatcher(_zero_cost, BatchPolicy(max_batch_size=32), num_instances=2)
@@ -340,19 +346,22 @@ def main() -> None:
     median = {path: float(np.median([r["server_cpu_us_per_request"] for r in rs]))
               for path, rs in runs.items()}
     alone = float(np.median([b["overhead_cpu_us_per_request"] for b in baseline]))
-    ratios = _ratios(runs, "per request")
-    queued = _ratios(runs, "group, queued")
-    summary = {"runs": runs["group"], "per_request_runs": runs["per request"],
+    ratios = {baseline: _ratios(runs, baseline) for baseline in PATHS if baseline != "leader"}
+    summary = {"runs": runs["leader"], "group_runs": runs["group"],
+               "per_request_runs": runs["per request"],
                "queued_group_runs": runs["group, queued"],
-               "median_server_cpu_us_per_request": median["group"],
+               "median_server_cpu_us_per_request": median["leader"],
+               "median_group_cpu_us_per_request": median["group"],
                "median_per_request_path_cpu_us_per_request": median["per request"],
                "median_queued_group_cpu_us_per_request": median["group, queued"],
-               "per_request_over_group": ratios, "queued_group_over_group": queued,
+               "group_over_leader": ratios["group"],
+               "per_request_over_leader": ratios["per request"],
+               "queued_group_over_leader": ratios["group, queued"],
                "median_batcher_alone_cpu_us_per_request": alone,
                "floors": {path: runs[path] for path in FLOORS},
                "median_floor_cpu_us_per_request": {path: float(np.median(
                    [r["server_cpu_us_per_request"] for r in runs[path]])) for path in FLOORS},
-               "ratio": median["group"] / alone, "lone_requests": lone,
+               "ratio": median["leader"] / alone, "lone_requests": lone,
                "python_only_us_per_request": python_us}
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
@@ -365,18 +374,19 @@ def main() -> None:
               f"us/request with fresh dispatch, {parts['queued']['loop']:.1f} without "
               f"({parts['queued']['loop'] / parts['fresh']['loop']:.2f}x); model threads "
               f"{parts['fresh']['model_threads']:.1f} and {parts['queued']['model_threads']:.1f}")
-    print(f"median serving process CPU {median['group']:.1f} us/request (queued group path "
-          f"{median['group, queued']:.1f}, queued / group run by run: "
-          f"{', '.join(f'{r:.2f}x' for r in queued)}; per-request path "
-          f"{median['per request']:.1f}; per request / group, run by run: "
-          f"{', '.join(f'{r:.2f}x' for r in ratios)}); floors: echo {floors['echo']:.1f}, "
-          f"echo via a thread {floors['echo via a thread']:.1f}; batcher alone {alone:.1f}")
+    print(f"median serving process CPU {median['leader']:.1f} us/request with a leader "
+          f"thread (the loop reading: {median['group']:.1f}, group / leader run by run: "
+          f"{', '.join(f'{r:.2f}x' for r in ratios['group'])}; queued group path "
+          f"{median['group, queued']:.1f}; per-request path {median['per request']:.1f}, per "
+          f"request / leader: {', '.join(f'{r:.2f}x' for r in ratios['per request'])}); "
+          f"floors: echo {floors['echo']:.1f}, echo via a thread "
+          f"{floors['echo via a thread']:.1f}; batcher alone {alone:.1f}")
 
 
 def _ratios(runs: dict[str, list[dict[str, float]]], baseline: str) -> list[float]:
     """The baseline's CPU per request over the serving path's, run by run (same arrivals)."""
     return [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
-            for new, old in zip(runs["group"], runs[baseline], strict=True)]
+            for new, old in zip(runs["leader"], runs[baseline], strict=True)]
 
 
 if __name__ == "__main__":

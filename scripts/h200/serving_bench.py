@@ -7,13 +7,14 @@ host, copies + forward on the device, CUDA graphs per batch-size bucket), capaci
 batcher open-loop at 40% and 80% of capacity and closed-loop at 1-64 clients with the simulator
 beside each, the batches' costs under load, the SLO tuner's policy checked by a real run, a 10x
 overload, the bare eager forward curve for reference, and the serving process's CPU per request at
-5,000 req/s with a model that costs nothing (the serving path, and the per-request path before it
-as the baseline, in turn), and what assembling a batch of the model's inputs costs the host each
-way, alone and under load (``benchmarks/host_assembly.py``; the loads are served with the
-engine's way of the lowest P99 under load there, or with ``--assembly``). The loads are served
-with the preferred batch sizes and instance count the simulator chose from the curve
-(``BenchConfig.choose_preferred``). One JSON under $OUT/serving/ (and a log); every model and
-precision catches its own errors, and no new one starts past --budget-s.
+5,000 req/s with a model that costs nothing (the serving path, a leader thread that reads and runs
+short batches itself, and the two paths before it as baselines, in turn), and what assembling a
+batch of the model's inputs costs the host each way, alone and under load
+(``benchmarks/host_assembly.py``; the loads are served with the engine's way of the lowest P99
+under load there, or with ``--assembly``). The loads are served with the preferred batch sizes
+and instance count the simulator chose from the curve (``BenchConfig.choose_preferred``). One
+JSON under $OUT/serving/ (and a log); every model and precision catches its own errors, and no
+new one starts past --budget-s.
 
     OUT=/some/dir PYTHONPATH=src python3 scripts/h200/serving_bench.py [--budget-s 330]
         [--assembly auto|take|gather|direct]
@@ -162,12 +163,26 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
                                        "sync_wait_us": costs.sync_wait_us,
                                        "mean_wall_us": costs.mean_wall_us,
                                        "median_wall_us": costs.median_wall_us,
+                                       "wall_p90_us": costs.wall_p90_us,
+                                       "device_p90_us": costs.device_p90_us,
                                        "outside_device_us": costs.outside_device_us,
                                        "batcher_compute_mean_us":
                                            point.real.server.compute_mean_us,
                                        "batcher_compute_p50_us":
                                            point.real.server.compute_p50_us}}
     return out
+
+
+def device_alone_errors(point: Any) -> dict[str, float]:
+    """The simulator's P50 and P99 errors (%) with the device curve alone beside those with the
+    one measured under load (empty when the point has no such simulation)."""
+    alone = point.simulated_device_alone
+    if alone is None:
+        return {}
+    real = point.real
+    return {f"{q}_pct_device_alone": 100 * (getattr(alone, f"latency_{q}_us")
+                                            - getattr(real, f"latency_{q}_us"))
+            / getattr(real, f"latency_{q}_us") for q in ("p50", "p99")}
 
 
 def assembly_costs(inputs: Any, smoke: bool, device: str) -> dict[str, Any]:
@@ -227,7 +242,8 @@ def one_run(name: str, dtype_name: str, smoke: bool, device: str, stop_at: float
            "evidence": found, "assembly": engine.assembly, "assembly_costs": assembled,
            "sdpa_capture_error": retried, "comparison": plain(result),
            "errors": {p.label: {"throughput_pct": p.throughput_error_pct,
-                                "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct}
+                                "p50_pct": p.p50_error_pct, "p99_pct": p.p99_error_pct,
+                                **device_alone_errors(p)}
                       for p in (*result.open_loop, *result.closed_loop,
                                 *((result.tuner.point,) if result.tuner and result.tuner.point
                                   else ()))},
@@ -242,16 +258,20 @@ def _zero_cost(batch: list[Any]) -> list[int]:
     return [rid for rid, _slot in batch]
 
 
+OVERHEAD_PATHS = ("leader", "group", "per request")
+"""The request paths timed: the serving path (a leader thread reads and runs short batches),
+the loop reading with fresh dispatch (the path of the runs before 2026-12-02 04:00 UTC, its
+baseline) and one future per request (the path before request groups)."""
+
+
 def serving_overhead(smoke: bool) -> dict[str, Any]:
     """The serving process's CPU per request at 5,000 req/s with a model that costs nothing
-    (benchmarks/serving_overhead.py's measurement, on this machine's host CPU): the serving path
-    (request groups, a group that forms a batch at once dispatched without queueing it,
-    answers sent from the model threads), the group path before that (every request queued)
-    and the per-request path (one future per request), in turn on the same arrivals, three
-    times each, the batcher's CPU per lone request with and without fresh dispatch (in one
-    process, every batch one request) and its Python alone (no thread wake-up), and (not in
-    smoke mode) the two floors of the benchmark: a socket echo on the loop, and one through a
-    thread. The top-level fields are the serving path's median run."""
+    (benchmarks/serving_overhead.py's measurement, on this machine's host CPU): the paths of
+    :data:`OVERHEAD_PATHS` in turn on the same arrivals, three times each, the batcher's CPU per
+    lone request with and without fresh dispatch (in one process, every batch one request) and
+    its Python alone (no thread wake-up), and (not in smoke mode) the two floors of the
+    benchmark: a socket echo on the loop, and one through a thread. The top-level fields are
+    the serving path's median run."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from serving_overhead import (  # the baselines live there
         FLOORS,
@@ -265,7 +285,7 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
     from aiprof.inference.serving import OpenLoad, serve
 
     count, repeats = (1000, 1) if smoke else (10_000, 3)
-    paths = {**PATHS, **({} if smoke else FLOORS)}
+    paths = {**{path: PATHS[path] for path in OVERHEAD_PATHS}, **({} if smoke else FLOORS)}
     runs: dict[str, list[dict[str, Any]]] = {path: [] for path in paths}
     for seed in range(repeats):
         load = OpenLoad(arrivals_us=tuple(poisson_arrivals(5000.0, count, seed=seed).tolist()))
@@ -287,14 +307,14 @@ def serving_overhead(smoke: bool) -> dict[str, Any]:
         for kind in lone:
             lone[kind].append(lone_requests(200 if smoke else 3000, fresh=kind == "fresh"))
         python_us.append(python_only(2000 if smoke else 30_000))
-    group = sorted(runs["group"], key=lambda r: r["server_cpu_us_per_request"])
-    median = group[len(group) // 2]
+    serving = sorted(runs["leader"], key=lambda r: r["server_cpu_us_per_request"])
+    median = serving[len(serving) // 2]
     ratios = {baseline: [old["server_cpu_us_per_request"] / new["server_cpu_us_per_request"]
-                         for new, old in zip(runs["group"], runs[baseline], strict=True)]
-              for baseline in ("per request", "group, queued")}
+                         for new, old in zip(runs["leader"], runs[baseline], strict=True)]
+              for baseline in OVERHEAD_PATHS[1:]}
     return {"rate_rps": 5000.0, "num_requests": count, **median, "paths": runs,
-            "per_request_over_group": ratios["per request"],
-            "queued_group_over_group": ratios["group, queued"], "lone_requests": lone,
+            "group_over_leader": ratios["group"],
+            "per_request_over_leader": ratios["per request"], "lone_requests": lone,
             "python_only_us_per_request": python_us}
 
 

@@ -42,3 +42,17 @@ def test_the_engine_answers_each_request_from_its_own_slot(name):
     engine = ServingEngine(torch.nn.Identity(), inputs, max_batch=4, assembly=name)
     assert engine([(10, 3), (11, 5), (12, 3)]) == [3, 5, 3]
     assert engine.assembly == name and engine.costs_since().batch_sizes == (3,)
+
+
+def test_the_engine_records_how_far_a_batch_of_a_size_runs_past_its_median():
+    engine = ServingEngine(torch.nn.Identity(), torch.eye(6), max_batch=4)
+    for _ in range(10):
+        engine([(0, 1), (1, 2)])
+    engine([(0, 1)])
+    costs = engine.costs_since()
+    assert costs.batch_sizes == (1, 2) and costs.num_batches == (1, 10)
+    assert all(p90 >= median for p90, median in zip(costs.wall_p90_us, costs.wall_us,
+                                                     strict=True))
+    assert all(p90 >= median for p90, median in zip(costs.device_p90_us, costs.device_us,
+                                                     strict=True))
+    assert costs.wall_p90_us[0] == costs.wall_us[0]  # one batch: its own time

@@ -513,3 +513,90 @@ def test_fresh_dispatch_costs_less_than_queueing_in_every_pair():
 def test_the_later_serving_overhead_is_under_50_us_per_request(run):
     document = later_doc(run)
     assert document["serving_overhead"]["server_cpu_us_per_request"] < 50
+
+
+def _replay_at(result, point, *, device=None, host=None, handoff_us=None, transport_us=None):
+    """A recorded point's simulation run again, any of its inputs replaced (None: as run)."""
+    from aiprof.inference.arrivals import poisson_arrivals
+    from aiprof.inference.latency_curve import LatencyCurve
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions, simulate
+
+    stack, policy = result["stack"], result["policy"]
+    loaded = stack["host_under_load"]
+    options = SimulationOptions(
+        num_instances=result["num_instances"], shared_device=True,
+        overhead_us=stack["handoff_under_load_us"] if handoff_us is None else handoff_us,
+        transport_us=stack["transport_under_load_us"] if transport_us is None else transport_us,
+        host_curve=host or LatencyCurve(batch_sizes=tuple(loaded["batch_sizes"]),
+                                        latency_us=tuple(loaded["latency_us"])))
+    arrivals = poisson_arrivals(point["offered_rps"], point["real"]["num_requests"], seed=0)
+    return simulate(arrivals, device or _replay_device(result), BatchPolicy(
+        max_batch_size=policy["max_batch_size"], max_queue_delay_us=policy["max_queue_delay_us"],
+        preferred_batch_sizes=tuple(policy["preferred_batch_sizes"])), options)
+
+
+def _own_costs(result, point):
+    """The device curve, host stage, hand-off and transport that ``point``'s own batches took."""
+    from aiprof.inference.latency_curve import LatencyCurve
+    from aiprof.measure.inference.comparison import loaded_device_curve
+    from aiprof.measure.inference.engine import BatchCosts, buckets
+
+    costs, real = point["under_load"], point["real"]
+    steps = buckets(result["policy"]["max_batch_size"])
+    loaded = BatchCosts(**{k: tuple(costs[k]) for k in ("batch_sizes", "num_batches", "host_us",
+                                                        "device_us", "wall_us")})
+    seen = [(b, t) for b, n, t in zip(costs["batch_sizes"], costs["num_batches"],
+                                      costs["outside_device_us"], strict=True) if n >= 3]
+    return {"device": loaded_device_curve(_replay_device(result),
+                                          lambda size: min(b for b in steps if b >= size),
+                                          loaded),
+            "host": LatencyCurve(batch_sizes=tuple(b for b, _ in seen),
+                                 latency_us=tuple(t for _, t in seen)),
+            "handoff_us": real["server"]["compute_p50_us"] - costs["median_wall_us"],
+            "transport_us": real["latency_p50_us"] - real["server"]["latency_p50_us"]}
+
+
+@pytest.mark.parametrize("run", ["01:03", "01:47"])
+def test_the_device_time_back_to_back_is_within_4_pct_of_alone_and_settles_no_point(run):
+    """The sixth and seventh runs: at 80% load every model's batches took 0.97-1.01x their
+    device time alone, bucket by bucket (BERT-base FP32 1.00-1.01x: no clock or power loss of
+    a compute-bound model run back to back). Given the device curve each point's own batches
+    took (``loaded_device_curve``, in-sample: more than the bench's calibration run can know),
+    the simulator is within 10% (P50 and P99) at as many points as it was: 6 of 8 and 3 of 8
+    (the replay reproduces the recorded simulation first)."""
+    within = {"as run": 0, "device under load": 0}
+    for key, result in _by_model(later_doc(run)).items():
+        alone = _replay_device(result)
+        for label in ("40% of capacity", "80% of capacity"):
+            point = _point(result, label)
+            real, device = point["real"], _own_costs(result, point)["device"]
+            if label.startswith("80"):
+                ratios = [device(b) / alone(b) for b in (8, 16, 32)]
+                assert all(0.96 < r < 1.02 for r in ratios), (key, ratios)
+            as_run = _replay_at(result, point)
+            assert as_run.latency_p50_us == pytest.approx(point["simulated"]["latency_p50_us"])
+            for name, simulated in (("as run", as_run), ("device under load",
+                                                         _replay_at(result, point,
+                                                                    device=device))):
+                within[name] += all(abs(_error_pct(getattr(simulated, f), real[f])) <= 10
+                                    for f in ("latency_p50_us", "latency_p99_us"))
+    assert within == dict.fromkeys(within, {"01:03": 6, "01:47": 3}[run])
+
+
+@pytest.mark.parametrize("run", ["01:03", "01:47"])
+def test_bert_fp32s_80_pct_miss_is_not_a_median_cost(run):
+    """BERT-base FP32 at 80% load (one instance, preferred 16 and 32, the simulated instance
+    busy 99.9%): given every median cost its own batches took (device curve, host stage,
+    hand-off, transport), the simulator still misses the real P99 by over 10% in both runs
+    (-26.9% and -13.5%, from -31.6% and -18.7% as run): near saturation the tail comes from
+    batches that run long and let 32 requests pile up (10 and 4 real batches of 32, a batch
+    of 32 taking 21 ms; the simulator, whose batch of a size always costs its median, formed
+    none), not from a cost the medians miss."""
+    result = _by_model(later_doc(run))[("bert-base", "float32")]
+    point = _point(result, "80% of capacity")
+    real = point["real"]
+    own = _replay_at(result, point, **_own_costs(result, point))
+    assert _error_pct(own.latency_p99_us, real["latency_p99_us"]) < -10
+    assert real["server"]["batch_size_histogram"].get("32", 0) >= 4
+    assert own.batch_size_histogram.get(32, 0) == 0

@@ -30,11 +30,11 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert doc["serving_overhead"]["num_lost"] == 0
     assert doc["serving_overhead"]["server_cpu_us_per_request"] > 0
     paths = doc["serving_overhead"]["paths"]  # the serving path and the two before it
-    assert sorted(paths) == ["group", "group, queued", "per request"]
-    assert len(paths["group"]) == 1
+    assert sorted(paths) == ["group", "leader", "per request"]
+    assert len(paths["leader"]) == 1
     assert all(r["num_lost"] == r["num_duplicated"] == 0 for rs in paths.values() for r in rs)
-    assert doc["serving_overhead"]["per_request_over_group"][0] > 0
-    assert doc["serving_overhead"]["queued_group_over_group"][0] > 0
+    assert doc["serving_overhead"]["group_over_leader"][0] > 0
+    assert doc["serving_overhead"]["per_request_over_leader"][0] > 0
     lone = doc["serving_overhead"]["lone_requests"]  # the batcher's part, batches of one
     assert sorted(lone) == ["fresh", "queued"] and all(
         r["model_threads_cpu_us_per_request"] > 0 and r["mean_batch_size"] < 1.5

@@ -9,6 +9,7 @@ throughput is k B / (H + D + o). A lone request takes H(1) + D(1) + o.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import pytest
@@ -104,3 +105,28 @@ def test_the_host_stage_under_load_keeps_the_sizes_run_often_and_scales_the_othe
     assert curve(32) == pytest.approx(400 * 600 / alone.host_curve()(9))  # scaled as size 9
     assert loaded_host_curve(alone, replace(loaded, num_batches=(1, 1, 1, 1))) == (
         alone.host_curve())  # nothing run often enough: the costs alone
+
+
+def test_the_device_curve_under_load_scales_each_bucket_by_its_batches_back_to_back():
+    from aiprof.measure.inference.comparison import loaded_device_curve
+    from aiprof.measure.inference.engine import BatchCosts, buckets
+
+    steps = buckets(32)
+    bucket = functools.partial(_bucket, steps)
+    device = LatencyCurve(batch_sizes=tuple(range(1, 33)), latency_us=tuple(
+        1000.0 * bucket(size) ** 0.5 for size in range(1, 33)))
+    # sizes 5 and 7 run at bucket 8 (0.98x and 1.02x alone), 16 at 1.01x, 3 seen twice only
+    loaded = BatchCosts(batch_sizes=(3, 5, 7, 16), num_batches=(2, 10, 10, 40),
+                        host_us=(0.0,) * 4, wall_us=(0.0,) * 4,
+                        device_us=(9999.0, 0.98 * device(8), 1.02 * device(8), 1.01 * device(16)))
+    curve = loaded_device_curve(device, bucket, loaded)
+    assert curve(6) == pytest.approx(device(6))  # bucket 8: the median of 0.98 and 1.02
+    assert curve(12) == pytest.approx(1.01 * device(12))  # bucket 16, measured there
+    assert curve(32) == pytest.approx(1.01 * device(32))  # not run: the nearest bucket's
+    assert curve(1) == pytest.approx(device(1))  # nearest run bucket: 8 (1.00x), not 3's
+    assert loaded_device_curve(device, bucket, replace(loaded, num_batches=(1, 1, 1, 1))) == (
+        device)  # nothing run often enough: alone
+
+
+def _bucket(steps, size):
+    return min(b for b in steps if b >= size)

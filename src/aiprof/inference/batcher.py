@@ -24,6 +24,7 @@ import functools
 import inspect
 import itertools
 import math
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
 from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
 from aiprof.inference.queue import INF, BatchQueue, Request, fresh_batch_sizes
 from aiprof.inference.replies import Replies, deliver_error, rejection
+from aiprof.inference.worker import InlineWorker
 
 __all__ = ["BatchFailedError", "DynamicBatcher", "QueueFullError", "RequestRejectedError"]
 
@@ -112,6 +114,12 @@ class DynamicBatcher:
         self._loop_task: asyncio.Task[None] | None = None
         self._closed = False
         self._start_us = 0.0
+        self._loop_thread = 0
+        self.loop_lock: threading.Lock | None = None
+        """A lock the loop's thread holds whenever it runs, released only while it waits
+        (:class:`~aiprof.inference.probes.TimedSelector` with a lock), set by whoever runs the
+        loop so that another thread holding it may submit (:meth:`run_here`, for a model run in
+        threads). None: the loop's thread alone calls the batcher."""
 
     async def __aenter__(self) -> DynamicBatcher:
         self.start()
@@ -125,6 +133,7 @@ class DynamicBatcher:
         if self._loop is not None:
             raise InputError("the batcher was already started; start() it once")
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         if isinstance(self._clock, LoopClock):  # read from the model threads too
             self._clock.bind(self._loop)
         self._start_us = self._clock.now_us()
@@ -337,6 +346,35 @@ class DynamicBatcher:
             raise InputError(f"{len(deadlines_in_us)} deadlines for {count} requests")
         return [check_budget_us("deadline", d) for d in deadlines_in_us]
 
+    def run_here(self, worker: InlineWorker, submit: Callable[[], None]) -> None:
+        """From a thread that holds :attr:`loop_lock` (not the loop's): call ``submit``, which
+        submits with :meth:`submit_many` (answers to thread-safe :class:`Replies` only), and
+        give the first batch it dispatches to ``worker`` (its ``pending`` job, for this thread
+        to run once the lock is released) instead of a model thread. Every policy applies as
+        on the loop; what needs the loop (a timer, a wake-up) is handed to it."""
+        assert self.loop_lock is not None and self.loop_lock.locked() and self.runs_in_threads
+        self._instances.here = worker
+        try:
+            submit()
+        finally:
+            self._instances.here = None
+
+    def inline_worker(self, on_abandon: Callable[[], None]) -> InlineWorker:
+        """A worker of this batcher's model for :meth:`run_here`; ``on_abandon`` is called (on
+        the loop) if the batcher gives up on a batch it runs."""
+        return InlineWorker(self._model, on_abandon)
+
+    @property
+    def runs_in_threads(self) -> bool:
+        """Whether the model runs in threads (a plain function), not as tasks on the loop."""
+        return self._instances.in_thread
+
+    @property
+    def short_call_us(self) -> float:
+        """The shortest of the model's last calls in its threads (0 before the first): what
+        the model costs when nothing else delays it, a stall of the machine left out."""
+        return min(self._instances.recent_calls_us, default=0.0)
+
     async def infer(self, payload: Any, **options: Any) -> Any:
         """Submit one request and wait for its result."""
         return await self.submit(payload, **options)
@@ -387,6 +425,10 @@ class DynamicBatcher:
             self._reject(requests, reason)
 
     def _wake(self) -> None:
+        if self._loop_thread and threading.get_ident() != self._loop_thread:  # (run_here's)
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._wake)
+            return
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 

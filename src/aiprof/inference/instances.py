@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import collections
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,10 +24,13 @@ from aiprof.inference.handoff import Inbox
 from aiprof.inference.metrics import MetricsRecorder
 from aiprof.inference.queue import INF, Request
 from aiprof.inference.replies import Replies, deliver_error, deliver_results, thread_safe_group
-from aiprof.inference.worker import ModelThread
+from aiprof.inference.worker import InlineWorker, ModelThread
 
 _EWMA_WEIGHT = 1 / 8
 """Weight of a new batch time in the running estimate: TCP's smoothed RTT (RFC 6298, alpha)."""
+RECENT_CALLS = 8
+"""Model calls kept to tell a model that blocks from one that was descheduled once: the
+shortest of the last eight (a window as long as the smoothing's memory above)."""
 
 
 class _Batch:
@@ -41,7 +46,7 @@ class _Batch:
         """Its thread sent its results (under the inbox's lock): it can no longer be failed."""
         self.sink: Replies | None = None
         self.task: asyncio.Task[None] | None = None
-        self.worker: ModelThread | None = None
+        self.worker: ModelThread | InlineWorker | None = None
 
 
 class Instances:
@@ -56,6 +61,8 @@ class Instances:
         self._model = model
         self._is_async = is_async
         self._in_thread = in_thread
+        self.in_thread = in_thread
+        """Batches run in model threads (else as tasks on the loop)."""
         self._clock = clock
         self._recorder = recorder
         self._compute_timeout_us = compute_timeout_us
@@ -69,10 +76,19 @@ class Instances:
         self.in_flight: set[_Batch] = set()
         self.batch_estimate_us = 0.0
         """Smoothed compute time of the batches that returned results (0 before the first)."""
+        self.recent_calls_us: collections.deque[float] = collections.deque(
+            maxlen=RECENT_CALLS)
+        """How long the model's last calls took, in their threads (appended from any)."""
+        self.here: InlineWorker | None = None
+        """Set by a thread that holds the loop's lock around its ``submit_many``: the first
+        batch dispatched meanwhile goes to this worker (run by that thread) instead of a model
+        thread (:mod:`aiprof.inference.leader`)."""
+        self._loop_thread = 0
 
     def start(self, loop: asyncio.AbstractEventLoop, now_us: float, count: int) -> None:
         """Make ``count`` instances free from ``now_us``; batches run on ``loop``."""
         self._loop = loop
+        self._loop_thread = threading.get_ident()
         self._inbox = Inbox(loop, self._woken)
         self.free_since = [now_us] * count
 
@@ -127,9 +143,14 @@ class Instances:
             self._watch(now_us + self._compute_timeout_us)
         if self._in_thread:
             batch.sink = sink
+            reply = functools.partial(self._reply_from_thread, batch)
+            here = self.here
+            if here is not None and here.pending is None:  # its thread runs it, no hand-off
+                batch.worker, here.pending = here, (payloads, reply)
+                return
             batch.worker = self._idle_threads.pop() if self._idle_threads else ModelThread(
                 self._model)
-            batch.worker.run(payloads, functools.partial(self._reply_from_thread, batch))
+            batch.worker.run(payloads, reply)
         else:
             batch.task = self._loop.create_task(self._run_on_loop(batch, payloads))
 
@@ -156,6 +177,11 @@ class Instances:
             if self._watch_at_us <= when_us:
                 return
             self._watchdog.cancel()
+        if threading.get_ident() != self._loop_thread:  # (a reader thread, holding the lock)
+            assert self._loop is not None
+            self._watchdog, self._watch_at_us = None, INF
+            self._loop.call_soon_threadsafe(self._watch, when_us)  # timers are the loop's
+            return
         self._watch_at_us = when_us
         self._watchdog = self._clock.call_at(when_us, self._check_timeouts)
 
@@ -177,6 +203,8 @@ class Instances:
         assert self._inbox is not None
         done_us = self._clock.now_us()
         answered = False
+        if batch.worker is not None:
+            self.recent_calls_us.append(batch.worker.last_call_us)  # (thread-safe)
         if error is None and batch.sink is not None:
             values = check_results(result, len(batch.requests))
             if not isinstance(values, BaseException) and self._claim(batch):
@@ -238,7 +266,7 @@ class Instances:
         finally:  # the instance is free again whatever a receiver of the answers did
             if error is not None and not isinstance(error, Exception):
                 self._recorder.num_replaced += 1  # its thread ended; a new one serves the next
-            elif batch.worker is not None:
+            elif isinstance(batch.worker, ModelThread):
                 self._idle_threads.append(batch.worker)
             self._release(done, notify)
 
@@ -261,7 +289,7 @@ class Instances:
         else:
             recorder.requests([r.enqueue_us for r in requests], [r.level for r in requests],
                               batch.free_us, batch.dispatch_us, done_us)
-        if batch.worker is not None:
+        if isinstance(batch.worker, ModelThread):
             self._idle_threads.append(batch.worker)
         bisect.insort(self.free_since, done_us)
 

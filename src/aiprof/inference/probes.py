@@ -107,10 +107,17 @@ class LoopSummary:
 
 
 class TimedSelector(selectors.SelectSelector):
-    """``SelectSelector`` that times what the loop does between two ``select()`` calls."""
+    """``SelectSelector`` that times what the loop does between two ``select()`` calls.
 
-    def __init__(self) -> None:
+    With a ``lock``, the loop's thread holds it whenever it runs (from its first wait on),
+    releasing it only while it waits: another thread that holds it may then touch what the
+    loop's callbacks touch (:meth:`DynamicBatcher.run_here
+    <aiprof.inference.batcher.DynamicBatcher.run_here>`)."""
+
+    def __init__(self, lock: threading.Lock | None = None) -> None:
         super().__init__()
+        self.lock = lock
+        self._held = False
         self._ready_ns = -1  # when the previous select() returned
         self.num_iterations = 0
         self.busy_ns = 0
@@ -125,9 +132,26 @@ class TimedSelector(selectors.SelectSelector):
             self.busy_ns += busy
             if busy > self.max_iteration_ns:
                 self.max_iteration_ns, self.max_iteration_at_ns = busy, self._ready_ns
-        ready = super().select(timeout)
+        if self.lock is None:
+            ready = super().select(timeout)
+        else:
+            if self._held:
+                self._held = False
+                self.lock.release()
+            try:
+                ready = super().select(timeout)
+            finally:
+                self.lock.acquire()  # (the wait for it counts as waiting, not as busy)
+                self._held = True
         self._ready_ns = time.monotonic_ns()
         return ready
+
+    def close(self) -> None:
+        if self._held:  # the loop is done: nobody runs on it any more
+            self._held = False
+            assert self.lock is not None
+            self.lock.release()
+        super().close()
 
     def reset(self) -> None:
         """Forget the iterations so far (call at the start of the measured window)."""

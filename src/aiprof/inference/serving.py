@@ -26,7 +26,7 @@ import numpy as np
 
 from aiprof.errors import InputError
 from aiprof.inference.batcher import DynamicBatcher
-from aiprof.inference.frontend import RequestServer
+from aiprof.inference.leader import LeaderServer
 from aiprof.inference.metrics import BatchingMetrics
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.probes import (
@@ -39,7 +39,7 @@ from aiprof.inference.probes import (
 )
 from aiprof.inference.stalls import LatencySeries, latency_series
 from aiprof.inference.wire import FAILED, OK, REASONS, REJECTED
-from aiprof.inference.worker import MODEL_THREAD_PREFIX
+from aiprof.inference.worker import MODEL_THREAD_PREFIX, retired_cpu_ns
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,15 +134,16 @@ set when the connection is lost)."""
 
 def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenLoad | ClosedLoad,
           *, num_slots: int, num_instances: int = 2, deadline_s: float = 120.0,
-          freeze_gc: bool = True, front_end: FrontEnd = RequestServer,
+          freeze_gc: bool = True, front_end: FrontEnd = LeaderServer,
           fresh_dispatch: bool = True) -> ServedRun:
     """Serve ``load`` with a :class:`DynamicBatcher` around ``model_fn``; the client's view.
 
     The model function gets ``(request id, slot)`` payloads, one per request of the batch.
     ``freeze_gc``: the objects alive before the load are frozen out of the garbage collector
     while it runs (:func:`~aiprof.inference.probes.frozen_heap`). ``front_end``: another
-    protocol for the connection (``benchmarks/serving_overhead.py`` measures the request path
-    of one future per request against the default, :class:`RequestServer`).
+    protocol for the connection (``benchmarks/serving_overhead.py`` measures the earlier
+    request paths against the default, :class:`~aiprof.inference.leader.LeaderServer`: a
+    leader thread reads and runs short batches itself; the loop reads otherwise).
     ``fresh_dispatch``: the batcher's option of that name (False: every request is queued
     before its batch is taken, the path before it, kept as the benchmark's baseline).
     """
@@ -151,7 +152,8 @@ def serve(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy, load: OpenL
     with tempfile.TemporaryDirectory(prefix="aiprof-serve-") as tmp:
         folder = Path(tmp)
         command = _client_command(load, folder, num_slots, deadline_s)
-        selector, window = TimedSelector(), _Window()
+        # the loop's thread holds the lock while it runs: a leader thread submits holding it
+        selector, window = TimedSelector(threading.Lock()), _Window()
         begin = time.perf_counter()
         with frozen_heap(freeze_gc), asyncio.Runner(
                 loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
@@ -193,6 +195,7 @@ async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy
     loop = asyncio.get_running_loop()
     batcher = DynamicBatcher(model_fn, policy, num_instances=num_instances,
                              fresh_dispatch=fresh_dispatch)
+    batcher.loop_lock = selector.lock
     batcher.start()
     closed: asyncio.Future[None] = loop.create_future()
     connected: asyncio.Future[None] = loop.create_future()
@@ -211,14 +214,13 @@ async def _serve_async(model_fn: Callable[[list[Any]], Any], policy: BatchPolicy
     stop = time.monotonic() + deadline_s + 30
     await _until(connected, process, stop)  # the client imports numpy meanwhile: not counted
     loop_thread, pauses = threading.current_thread(), GcPauses()
-    model_cpu_ns = _model_threads_cpu_ns()
+    model_cpu_ns, num_retired = _model_threads_cpu_ns(), len(retired_cpu_ns)
     begin_cpu, begin_loop_cpu = time.process_time_ns(), thread_cpu_ns(loop_thread)
     selector.reset()
     pauses.start()
     await _until(closed, process, stop)
     window.gc, window.loop = pauses.stop(), selector.summary()
-    window.model_cpu_ns = sum(cpu - model_cpu_ns.get(ident, 0)
-                              for ident, cpu in _model_threads_cpu_ns().items())
+    window.model_cpu_ns = _model_cpu_since_ns(model_cpu_ns, num_retired)
     window.loop_cpu_ns = thread_cpu_ns(loop_thread) - begin_loop_cpu
     window.process_cpu_ns = time.process_time_ns() - begin_cpu
     metrics = batcher.metrics()
@@ -237,6 +239,16 @@ def _model_threads_cpu_ns() -> dict[int, int]:
     """CPU so far of every live model thread, by thread id."""
     return {t.ident or 0: thread_cpu_ns(t) for t in threading.enumerate()
             if t.name.startswith(MODEL_THREAD_PREFIX)}
+
+
+def _model_cpu_since_ns(begin: dict[int, int], num_retired: int) -> int:
+    """CPU of the model threads since ``begin`` (:func:`_model_threads_cpu_ns` then, with
+    ``num_retired`` threads ended by then): the live ones', and that of those that ended since,
+    as they left."""
+    live = _model_threads_cpu_ns()
+    ended = retired_cpu_ns[num_retired:]
+    return (sum(cpu - begin.get(ident, 0) for ident, cpu in live.items())
+            + sum(cpu - begin.get(ident, 0) for ident, cpu in ended if ident not in live))
 
 
 async def _until(event: asyncio.Future[None], process: subprocess.Popen[str],

@@ -6,13 +6,16 @@ The simulator is given what a batch costs this server, each part measured, nothi
 device curve alone (copy in, forward, copy back), the two instances sharing one device queue
 (:mod:`aiprof.inference.simulator` says the mechanism), and, from a calibration run under load
 at a fraction of capacity that none of the compared loads uses, the engine's time outside the
-device per batch size (the host stage), the hand-off per batch to and from the model thread and
-the transport per request through the socket and the front end.
+device per batch size (the host stage), the device curve as those batches took it back to back,
+the hand-off per batch to and from the model thread and the transport per request through the
+socket and the front end. Capacity and the setting (instances, preferred sizes) come from the
+curve alone, before any load runs.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -110,6 +113,9 @@ class LoadPoint:
     simulated: BatchingMetrics
     under_load: BatchCosts
     """What the batches of this run cost the engine."""
+    simulated_device_alone: BatchingMetrics | None = None
+    """Open loop: the simulation with the device curve alone instead of the one measured under
+    load (None: the same curve, or a record made before the difference)."""
 
     @property
     def p50_error_pct(self) -> float:
@@ -191,6 +197,9 @@ class StackCosts:
     host_under_load: LatencyCurve | None = None
     """The engine's time outside the device per batch size, measured under the calibration
     load (None: lone requests only); the simulator's host stage."""
+    device_under_load: LatencyCurve | None = None
+    """The device curve as the batches of the calibration run took it, back to back (None:
+    alone only, or a record made before it); the simulator's device curve."""
 
 
 MIN_BATCHES_PER_SIZE = 3
@@ -217,6 +226,35 @@ def loaded_host_curve(alone: ServingCurve, loaded: BatchCosts) -> LatencyCurve:
             points[size] = base(size) * seen[near] / base(near)
     sizes = sorted(points)
     return LatencyCurve(batch_sizes=tuple(sizes), latency_us=tuple(points[b] for b in sizes))
+
+
+def loaded_device_curve(device: LatencyCurve, bucket: Callable[[int], int],
+                        loaded: BatchCosts) -> LatencyCurve:
+    """``device`` (measured alone, per batch size) scaled, bucket by bucket (``bucket``: the
+    size a batch runs at, ``ServingEngine.bucket``), by what the
+    calibration run's batches took on the device against it (the median ratio over the sizes
+    run there often enough; a bucket it did not run takes the nearest one's ratio). Back to
+    back, a batch runs at another speed than alone: on the H200 (2026-12-02 01:03 and 01:47
+    UTC) at 80% load 0.97-0.99x alone for ResNet-50 and BERT-base BF16, 1.00-1.01x for
+    BERT-base FP32; at 40% load up to 1.14x for batches of 1 and 2."""
+    ratios: dict[int, list[float]] = {}
+    for size, count, took in zip(loaded.batch_sizes, loaded.num_batches, loaded.device_us,
+                                 strict=True):
+        runs_at = bucket(size)
+        alone = device(runs_at)
+        if count >= MIN_BATCHES_PER_SIZE and took > 0 and alone > 0:
+            ratios.setdefault(runs_at, []).append(took / alone)
+    if not ratios:
+        return device
+    scale = {b: float(statistics.median(r)) for b, r in ratios.items()}
+
+    def ratio(size: int) -> float:
+        runs_at = bucket(size)
+        return scale.get(runs_at) or scale[min(scale,
+                                               key=lambda b: abs(math.log2(b / runs_at)))]
+
+    return LatencyCurve(batch_sizes=device.batch_sizes, latency_us=tuple(
+        t * ratio(b) for b, t in zip(device.batch_sizes, device.latency_us, strict=True)))
 
 
 def stack_costs(run: ServedRun, engine_median_wall_us: float) -> tuple[float, float]:
@@ -352,12 +390,14 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
         stack = replace(stack, calibration_rps=calibration_rps,
                         handoff_under_load_us=loaded_handoff,
                         transport_under_load_us=loaded_transport,
-                        host_under_load=loaded_host_curve(curve, costs))
+                        host_under_load=loaded_host_curve(curve, costs),
+                        device_under_load=loaded_device_curve(device, engine.bucket, costs))
     progress(f"serving stack: {stack}")
     sim = replace(base, num_instances=instances, overhead_us=stack.handoff_under_load_us,
                   transport_us=stack.transport_under_load_us,
                   host_curve=stack.host_under_load or base.host_curve)
-    runner = _Runner(engine, config, device, sim, progress)
+    runner = _Runner(engine, config, stack.device_under_load or device, sim, progress,
+                     device if stack.device_under_load is not None else None)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
                         for pct in config.load_pcts)
     closed_points = tuple(runner.closed_point(c, policy) for c in config.concurrencies
@@ -387,6 +427,8 @@ class _Runner:
     device: LatencyCurve
     sim: SimulationOptions
     progress: Callable[[str], None]
+    device_alone: LatencyCurve | None = None
+    """The curve alone, when ``device`` is the one under load: simulated beside it."""
 
     def _count(self, rate_rps: float, duration_s: float | None = None) -> int:
         wanted = int(rate_rps * (self.config.duration_s if duration_s is None else duration_s))
@@ -395,13 +437,16 @@ class _Runner:
     def open_point(self, label: str, rate_rps: float, policy: BatchPolicy) -> LoadPoint:
         arrivals = poisson_arrivals(rate_rps, self._count(rate_rps), seed=self.config.seed)
         simulated = simulate(arrivals, self.device, policy, self.sim)
+        beside = (simulate(arrivals, self.device_alone, policy, self.sim)
+                  if self.device_alone is not None else None)
         mark = self.engine.mark()
         real = serve(self.engine, policy, OpenLoad(arrivals_us=tuple(arrivals.tolist())),
                      num_slots=self.engine.num_slots, num_instances=self.sim.num_instances)
         self.progress(f"open loop {label}: real P99 {real.latency_p99_us:.0f} us, "
                       f"simulated {simulated.latency_p99_us:.0f} us")
         return LoadPoint(label=label, offered_rps=rate_rps, concurrency=None, real=real,
-                         simulated=simulated, under_load=self.engine.costs_since(mark))
+                         simulated=simulated, under_load=self.engine.costs_since(mark),
+                         simulated_device_alone=beside)
 
     def closed_point(self, concurrency: int, policy: BatchPolicy) -> LoadPoint:
         probe = simulate_closed_loop(concurrency, max(200, 10 * concurrency), self.device,

@@ -67,6 +67,12 @@ class BatchCosts:
     median_wall_us: float = float("nan")
     """The whole call's median over the requests, as the batcher's ``compute_p50_us``: the
     batcher's minus it is the hand-off to and from the model thread."""
+    wall_p90_us: tuple[float, ...] = ()
+    """The whole call's 90th percentile per batch size: how far a batch of a size runs past its
+    median (near saturation a long batch lets the queue pile up; the simulator, given the
+    medians, never sees one). Empty in records made before it."""
+    device_p90_us: tuple[float, ...] = ()
+    """The device time's 90th percentile per batch size (empty in older records)."""
 
 
 @dataclass
@@ -239,10 +245,14 @@ class ServingEngine:
         def medians(column: int) -> tuple[float, ...]:
             return tuple(float(np.median(p[:, column])) for p in picked)
 
+        def p90(column: int) -> tuple[float, ...]:
+            return tuple(float(np.percentile(p[:, column], 90)) for p in picked)
+
         return BatchCosts(
             batch_sizes=tuple(sizes), num_batches=tuple(len(p) for p in picked),
             host_us=medians(1), device_us=medians(2), wall_us=medians(3),
-            lock_wait_us=medians(4), sync_wait_us=medians(5),
+            lock_wait_us=medians(4), sync_wait_us=medians(5), wall_p90_us=p90(3),
+            device_p90_us=p90(2),
             outside_device_us=tuple(float(np.median(p[:, 3] - p[:, 5])) for p in picked),
             mean_wall_us=(float(np.average(rows[:, 3], weights=rows[:, 0])) if rows.size
                           else float("nan")),
