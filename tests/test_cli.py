@@ -24,3 +24,12 @@ def test_console_script_runs():
     done = subprocess.run([sys.executable, "-m", "aiprof.cli.main", "--version"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith("aiprof")
+
+
+def test_python_dash_m_aiprof_is_the_command() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "aiprof", "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("aiprof")

@@ -42,8 +42,9 @@ ALLOWED: dict[str, set[str]] = {
     "report": BASE | {"analysis", "capture", "diagnose", "distributed", "evaluation", "gpu",
                       "hardware", "inference", "measure", "record", "tensor", "trace", "trial"},
 }
-"""What each package may import; the top (``cli``, ``demo``, the package face) may import all."""
-TOP = {"cli", "demo", "__init__"}
+"""What each package may import; the top (``cli``, ``demo``, the package face and
+``python -m aiprof``) may import all."""
+TOP = {"cli", "demo", "__init__", "__main__"}
 TORCH_FREE = {"errors", "jsontext", "display", "lazy", "forked", "hardware", "trace", "record",
               "gpu", "tensor", "inference", "analysis", "distributed", "diagnose", "report",
               "evaluation", "trial"}
