@@ -365,7 +365,9 @@ def test_the_latest_serving_overhead_is_under_50_us_per_request(latest_doc):
 # 01:03 UTC, at 3be2b60, h200_serving_0103.json) with each model's batch assembled the way
 # that had the lowest P99 under load when timed on the H200 first (``direct`` for ResNet-50:
 # each request's row copied from pinned memory into the device buffer; ``take`` for BERT);
-# the seventh (01:47 UTC, the same commit but for tests and data) to see whether it repeats.
+# the seventh (01:47 UTC, the same commit but for tests and data) to see whether it repeats;
+# the eighth (03:34 UTC, at f810ef1, h200_serving_0334.json) served by the leader path (the
+# thread that reads the requests runs the batch it submits while the model's calls are short).
 LATER = {
     "21:48": {
         "date": "2026-12-01",
@@ -414,6 +416,17 @@ LATER = {
         "overhead": "60.4, 60.0 and 74.2 us per request (median 60.4), the batcher's own "
                     "Python 10.4-11.5 us and an echo from the loop 29.0-35.7 us: a slower "
                     "host than at 01:03"},
+    "03:34": {
+        "date": "2026-12-02",
+        "file": "h200_serving_0334.json",
+        "bound": {},
+        "simulator": {
+            ("resnet50", "bfloat16", "40% of capacity"): "P50/P99 -10.4/-47.8%: a stall, the "
+                                                         "tail in 7 of the run's 100 ms windows "
+                                                         "from 1.48 to 2.54 s, its worst "
+                                                         "request 16.6 ms",
+            ("bert-base", "float32", "80% of capacity"): "P99 -10.2%"},
+        "overhead": ""},
 }
 
 
@@ -600,3 +613,37 @@ def test_bert_fp32s_80_pct_miss_is_not_a_median_cost(run):
     assert _error_pct(own.latency_p99_us, real["latency_p99_us"]) < -10
     assert real["server"]["batch_size_histogram"].get("32", 0) >= 4
     assert own.batch_size_histogram.get(32, 0) == 0
+
+
+def test_the_leader_path_costs_less_than_the_group_path_and_under_50_us_in_every_pair():
+    """The eighth run (03:34 UTC): the thread that reads the requests runs the batch it submits
+    (``inference.leader``); in turn with the loop-reading group path on the same arrivals."""
+    overhead = later_doc("03:34")["serving_overhead"]
+    leader, group = overhead["paths"]["leader"], overhead["paths"]["group"]
+    assert len(leader) == len(group) == 3
+    for new, old in zip(leader, group, strict=True):
+        assert new["seed"] == old["seed"]
+        assert new["server_cpu_us_per_request"] < 50 < old["server_cpu_us_per_request"]
+        assert new["server_cpu_us_per_request"] < old["server_cpu_us_per_request"]
+        assert new["num_lost"] == new["num_duplicated"] == 0
+    assert all(r > 1.3 for r in overhead["group_over_leader"])
+    assert overhead["loop_iterations_per_request"] < 0.1  # the loop rarely wakes
+
+
+def test_the_cli_bench_on_the_h200_chose_direct_by_its_own_timing_and_served_every_request():
+    """``aiprof batching bench --device cuda`` on a ResNet-18 (2026-12-02 03:38 UTC, sizes 1, 8
+    and 32, ``--assembly auto``): the way it served with is the lowest P99 under load it timed,
+    and every open- and closed-loop request was answered once."""
+    doc = json.loads(DATA.with_name("h200_cli_bench_0338.json").read_text())
+    assembly = doc["assembly"]
+    timed = {way: sum(r["p99_us"] for r in found["loaded"].values())
+             for way, found in assembly["timed"].items() if "loaded" in found}
+    assert set(timed) == {"gather", "take", "direct"}
+    assert assembly["asked"] == "auto" and assembly["used"] == min(timed, key=timed.get)
+    assert assembly["used"] == "direct"
+    result = doc["result"]
+    assert result["device"] == "cuda" and result["execution"] == "cuda graphs"
+    for point in result["open_loop"] + result["closed_loop"]:
+        real = point["real"]
+        assert real["num_ok"] == real["num_requests"] > 0
+        assert real["num_lost"] == real["num_duplicated"] == 0
