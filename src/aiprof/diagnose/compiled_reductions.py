@@ -1,19 +1,23 @@
-"""Which per-channel reductions Inductor splits in two kernels, and how it lays convolutions out.
+"""Which reductions Inductor splits into partial sums, and how it lays convolutions out.
 
 The model (aiprof's reading of Inductor, torch 2.11-2.13). A reduction with few outputs has too
-little parallelism for one kernel, so Inductor reduces in two phases (``Reduction.num_splits``
-in ``torch/_inductor/ir.py``, the split factor ``InductorChoices.reduction_split_factor`` in
-``torch/_inductor/choices.py``): a kernel of partial sums, then one over them. A BatchNorm's
-statistics (forward) and its weight and bias gradients (backward) are such reductions: one
-output per channel, each over the batch and the spatial positions. Whether they split depends
-on the channels, the elements each reduces, the device's SMs and the layout: over a
-channels-last tensor (Inductor's layout optimization, ``layout_optimized``) the reduced
-dimensions are outer ones (every stride above 1), over an NCHW tensor the spatial one is
-inner. So a BatchNorm layer's reduction is one Triton kernel or two, which the compile model's
-part count (``compiled_kernels``) must count: ResNet-34's compiled step (channels-last, batch
-64, 36 BatchNorm layers) has 52 ``triton_red_fused__native_batch_norm_legit_functional``
-kernels and 23 final ``triton_per_..._copy_`` ones; ResNet-18 at batch 4 splits 15 of its 20
-layers' statistics, not the 7 x 7 ones (``tests/data/diagnose/compiled*``).
+little parallelism for one kernel, so Inductor reduces in phases (``Reduction.num_splits`` in
+``torch/_inductor/ir.py``, the split factor ``InductorChoices.reduction_split_factor`` in
+``torch/_inductor/choices.py``): a kernel of partial sums, then one over them, again while the
+partial sums are many. A BatchNorm's statistics (forward) and its weight and bias gradients
+(backward) are such reductions: one output per channel, each over the batch and the spatial
+positions; so are a linear layer's bias gradient (a ``sum`` over the rows) and layer norm's
+weight gradients. Whether they split depends on the outputs, the elements each reduces, the
+device's SMs and the layout: over a channels-last tensor (Inductor's layout optimization,
+``layout_optimized``) the reduced dimensions are outer ones (every stride above 1), over an
+NCHW tensor the spatial one is inner. The split factor is the size of every partial-sum buffer
+the compiled conv steps of ``tests/data/diagnose/compiled*`` recorded for their BatchNorm
+statistics kernels (41 widths of five steps: ResNet-34's 64-channel layers over 200,704
+elements a channel write 1,024 partial sums, then 8, then the statistics, three kernels; its
+512-channel ones 25, two; ResNet-18 at batch 4 splits all but its 512-channel layers, 64
+elements a channel; ``tests/diagnose/test_compiled_reductions.py``). Measured, not in the
+compile model (``docs/diagnose.md``'s ninth pass): ``compiled_kernels.part_count`` counts the
+levels only when asked.
 """
 
 from __future__ import annotations
