@@ -1,25 +1,29 @@
 """The compile model against the compiled steps: each eager step of the counterfactual suite
 that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``,
-``compiled_third``, ``compiled_fourth``).
+``compiled_third``, ``compiled_fourth``, ``compiled_fifth``; a workload recorded twice has a row
+per recording).
 
     python benchmarks/compiled_vs_eager.py
 
 Prints Markdown, per workload: the GPU time per step of the eager step's kernels, of the compile
-model's kernels (``unfused_elementwise.change``) and of the compiled step's kernels, each split
-into cuDNN/cuBLAS kernels (``kernel_kinds.GEMM_OR_CONV``), cuDNN's NCHW<->NHWC conversions
-(``tensor.layout.CONVERSION_KERNEL``) and the rest; the compiled step's Triton kernels per
-kernel the model keeps and per part of them (``compiled_kernels.part_count``: the kernels
-Inductor cannot merge); the host time of the compiled graphs' calls per step in launch calls,
-the generated code's cost the model adds (``added_cpu_us``, in the eager trace's launch calls)
-against the compiled step's forward and backward regions (the profiler's per-event cost
-estimated and taken out, in its own launch calls); the profiler's per-event cost in the
-compiled trace as estimated from its nesting and as its step timed without the profiler implies
-(were it host-bound); and the step under compile over the eager step, as
-the model replays it and as the compiled-step session timed it (medians of its rounds: where
-both steps are host-bound the host's speed cancels in that ratio). Then, per compiled step
-with Inductor's BatchNorm kernels (``triton_*`` named after ``batch_norm``), their time per
-step and the rate they reach (the bytes of their recorded arguments, inputs and outputs,
-over their time; medians over the kernels whose largest argument exceeds 1 MB and 16 MB).
+model's kernels (``unfused_elementwise.change``) and of the compiled step's kernels (those its
+steps launched: a kernel of the step before the profiled one, still running when it began, is
+not the step's), each split into cuDNN/cuBLAS kernels (``kernel_kinds.GEMM_OR_CONV``), cuDNN's
+NCHW<->NHWC conversions (``tensor.layout.CONVERSION_KERNEL``) and the rest; the compiled step's
+Triton kernels per kernel the model keeps and per part of them (``compiled_kernels.part_count``:
+the kernels Inductor cannot merge), and per part with the levels of partial sums of the
+reductions Inductor splits counted (``compiled_reductions``; measured, not in the model); the
+host time of the compiled graphs' calls per step in launch calls, the generated code's cost the
+model adds (``added_cpu_us``, in the eager trace's launch calls) against the compiled step's
+forward and backward regions (the profiler's per-event cost estimated and taken out, in its
+own launch calls); the profiler's per-event cost in the compiled trace as estimated from its
+nesting and as its step timed without the profiler implies (were it host-bound); and the step
+under compile over the eager step, as the model replays it and as the compiled-step session
+timed it (medians of its rounds: where both steps are host-bound the host's speed cancels in
+that ratio). Then, per compiled step with Inductor's BatchNorm kernels (``triton_*`` named
+after ``batch_norm``), their time per step and the rate they reach (the bytes of their
+recorded arguments, inputs and outputs, over their time; medians over the kernels whose
+largest argument exceeds 1 MB and 16 MB).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aiprof.analysis.gpu_window import gpu_window
+from aiprof.analysis.gpu_window import gpu_window, launch_ts_us
+from aiprof.analysis.intervals import contains
 from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
 from aiprof.diagnose.compiled_host import (
     BACKWARD_REGION,
@@ -49,7 +54,7 @@ from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose"
-FOLDERS = ("compiled", "compiled_second", "compiled_third", "compiled_fourth")
+FOLDERS = ("compiled", "compiled_second", "compiled_third", "compiled_fourth", "compiled_fifth")
 
 
 def split_ms(trace: Trace, rows: np.ndarray, dur_us: np.ndarray) -> tuple[float, float, float]:
@@ -88,12 +93,13 @@ def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, objec
     model_us = np.array([change.gpu_dur_us.get(int(r), float(d)) if change else float(d)
                          for r, d in zip(rows, eager_us, strict=True)])
     compiled = load_trace(compiled_path)
-    crow = gpu_window(compiled).rows
+    crow = launched_rows(compiled)
     kernels = compiled.kernels
     triton = compiled.strings.mask(kernels.name_id, TRITON_KERNEL) & (kernels.launch_row >= 0)
     per_step = float(np.count_nonzero(triton)) / max(len(compiled.steps), 1)
     per_kept = per_step / max(kept_kernels(ctx), 1.0)
     per_part = per_step / max(kept_parts_per_step(ctx), 1.0)
+    per_split_part = per_step / max(kept_parts_per_step(ctx, split_levels=True), 1.0)
     modelled = replay(ctx.timeline, change) / ctx.base_us if change and ctx.base_us else 1.0
     base = entry.get("base_rounds_ms")
     fixed = entry.get("compile_rounds_ms")
@@ -109,9 +115,19 @@ def row(name: str, eager_path: Path, compiled_path: Path, entry: dict[str, objec
     fixed = entry.get("compile_rounds_ms")
     implied = (implied_overhead_us(compiled, 1e3 * statistics.median(fixed))
                if isinstance(fixed, list) else float("nan"))
-    return (f"| {name} | {gpu} | {per_kept:.2f} | {per_part:.2f} | {model_calls:.0f} "
+    return (f"| {name} | {gpu} | {per_kept:.2f} | {per_part:.2f} | {per_split_part:.2f} "
+            f"| {model_calls:.0f} "
             f"| {traced_calls:.0f} | {estimated_overhead_us(compiled) or 0.0:.2f} "
             f"| {implied:.2f} | {modelled:.2f} | {timed:.2f} |")
+
+
+def launched_rows(trace: Trace) -> np.ndarray:
+    """The GPU ops the profiled steps launched (their launch call inside a step), wherever
+    they ran."""
+    rows = np.arange(len(trace.gpu_ops))
+    at = launch_ts_us(trace, rows)
+    return np.asarray(rows[~np.isnan(at)
+                           & contains(gpu_window(trace).window, np.nan_to_num(at))])
 
 
 def implied_overhead_us(trace: Trace, timed_step_us: float) -> float:
@@ -178,10 +194,12 @@ def main() -> None:
     suite = {w.name: w for w in load_suite(DATA / "counterfactual")}
     print("| workload | eager GPU ms/step (library + conversions + rest) | compile model | "
           "compiled step | "
-          "Triton kernels per kept kernel | per part | graph calls' host, launch calls/step, "
+          "Triton kernels per kept kernel | per part | per part, split reductions counted | "
+          "graph calls' host, launch calls/step, "
           "model | compiled step | profiler µs/event, estimated | implied by the timed step | "
           "compiled/eager step, model | timed |")
-    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+          "| ---: |")
     for folder in FOLDERS:
         doc = json.loads((DATA / folder / "compiled_steps.json").read_text())
         for entry in doc["workloads"]:

@@ -52,7 +52,7 @@ from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.fusion_chains import MIN_LENGTH
 from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans, host_costs
-from aiprof.diagnose.compiled_kernels import part_count
+from aiprof.diagnose.compiled_kernels import part_count, split_reduction_ops
 from aiprof.diagnose.compiled_launches import compiled_launches, generated_kernel
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.nhwc import nchw_batch_norm_durations
@@ -293,10 +293,12 @@ def stays_eager(ctx: Context, rows: np.ndarray) -> np.ndarray:
     return launched_in(ctx, rows, stays_eager_spans(ctx, rows))
 
 
-def kept_parts_per_step(ctx: Context) -> float:
+def kept_parts_per_step(ctx: Context, split_levels: bool = False) -> float:
     """Parts (``compiled_kernels.part_count``) of the memory-bound kernels the compile model
     keeps in the compiled part, per step, as ``compile_change`` counts them (kernels of ops
-    without recorded shapes count none)."""
+    without recorded shapes count none); with ``split_levels``, also the levels of partial sums
+    of the reductions Inductor splits (``compiled_kernels.split_reduction_ops``; measured, not
+    in the model: ``docs/diagnose.md``'s ninth pass)."""
     trace = ctx.trace
     runs = compiled_runs(ctx)
     fused, _ = fused_durations(ctx, runs)
@@ -305,7 +307,8 @@ def kept_parts_per_step(ctx: Context) -> float:
     rows = rows[np.array([fused.get(int(r), 1.0) > 0 for r in rows], dtype=bool)]
     rows = rows[generated_kernel(trace, rows)]
     by_kept = {kept_row(ctx, r): r for r in runs}
-    parts = [part_count(trace, by_kept.get(int(r), np.array([r], dtype=np.int64)))
+    split = split_reduction_ops(trace) if split_levels and len(backward_spans(trace)[0]) else None
+    parts = [part_count(trace, by_kept.get(int(r), np.array([r], dtype=np.int64)), split)
              for r in rows.tolist()]
     return sum(p or 0 for p in parts) / max(len(trace.steps), 1)
 

@@ -21,6 +21,7 @@ from math import prod
 
 import numpy as np
 
+from aiprof.diagnose.compiled_reductions import LAYER_NORM_BACKWARD_OP, layout_optimized, op_levels
 from aiprof.trace import Trace
 
 REDUCTION_KERNEL = re.compile(
@@ -53,16 +54,42 @@ def kernels_per_row(trace: Trace, rows: np.ndarray, runs: dict[int, np.ndarray]
     return out
 
 
-def part_count(trace: Trace, rows: np.ndarray) -> int | None:
+def split_reduction_ops(trace: Trace) -> np.ndarray:
+    """Per CPU op of a training step's trace (and a last entry for a GPU op without one): the
+    levels of partial sums Inductor spends on its reduction (``compiled_reductions.op_levels``:
+    a BatchNorm's, over channels-last tensors where Inductor lays the convolutions out so,
+    ``layout_optimized``; a bias gradient's ``sum``; layer norm backward's weight gradients);
+    none where the trace does not say the device's SMs."""
+    ops = trace.cpu_ops
+    out = np.zeros(len(ops) + 1, dtype=np.int64)  # the last: a GPU op without a CPU op (-1)
+    device = trace.device
+    if device is None or not device.num_sms:
+        return out
+    gpu = trace.gpu_ops
+    reductions = gpu.op_row[trace.strings.mask(gpu.name_id, REDUCTION_KERNEL)
+                            | trace.strings.mask(ops.name_id, LAYER_NORM_BACKWARD_OP)[gpu.op_row]]
+    outer = layout_optimized(trace)
+    for op in np.unique(reductions[reductions >= 0]).tolist():
+        out[op] = op_levels(trace, int(op), int(device.num_sms), outer)
+    return out
+
+
+def part_count(trace: Trace, rows: np.ndarray, split: np.ndarray | None = None) -> int | None:
     """Kernels Inductor needs for ``rows`` (one fused run, or one kernel): distinct element
-    counts among their ops (the largest input of each) plus their reductions; None where no
-    row's op has recorded shapes."""
+    counts among their ops (the largest input of each) plus their reductions, plus, with
+    ``split`` (``split_reduction_ops``), the levels of partial sums of their ops' reductions,
+    each op once; None where no row's op has recorded shapes."""
     sizes = {size for size in (op_elements(trace, int(op)) for op in trace.gpu_ops.op_row[rows])
              if size is not None}
     if not sizes:
         return None
     names = trace.gpu_ops.name_id[rows]
-    return len(sizes) + int(np.count_nonzero(trace.strings.mask(names, REDUCTION_KERNEL)))
+    reduction = trace.strings.mask(names, REDUCTION_KERNEL)
+    splits = 0
+    if split is not None:
+        op = trace.gpu_ops.op_row[rows]
+        splits = int(split[np.unique(op[reduction | (split[op] > 0)])].sum())
+    return len(sizes) + int(np.count_nonzero(reduction)) + splits
 
 
 def op_elements(trace: Trace, op: int) -> int | None:
