@@ -214,10 +214,10 @@ def test_parts_merge_into_one_labels_file_with_each_workload_once(tmp_path: Path
     assert doc["workloads"][0] == measured
 
 
-MISSES = {"a": (0, 0), "b": (0, 1), "d": (1, 0)}
+MISSES = {"a": (0, 0), "b": (0, 1), "d": (0, 0)}
 """Top-1 and gain misses of the other recordings of the one-fix suite, as
-test_real_traces.KNOWN_MISSES lists them case by case (b: the .item() gain; d: empty_cache's
-top finding)."""
+test_real_traces.KNOWN_MISSES lists them case by case (b: the .item() gain; d's empty_cache
+top finding is a hit since a CUDA graph ranks after the allocator churn it cannot capture)."""
 
 
 @pytest.mark.slow
