@@ -62,3 +62,17 @@ def test_an_inner_reduction_splits_only_with_few_outputs_and_many_elements() -> 
     assert all(cr.split_factor(c, r, 132, outer=False) == s for c, r, s in sizes), sizes
     assert cr.split_factor(80, 8192, 132, outer=False) == 1
     assert cr.split_factor(264, 1 << 20, 132, outer=False) == 1
+
+
+def test_held_out_the_unets_nchw_statistics_split_as_the_rule_says() -> None:
+    """GIVEN the compiled UNet step (NCHW BatchNorm, batch 16, 32-256 channels), recorded after
+    the rule was written (H200 2026-12-02 03:54 UTC, ``compiled_sixth/``), WHEN each statistics
+    kernel's partial sums are read, THEN all 14 are the inner split factor (16, 8, 8 and 2 at
+    the four widths), none the outer one."""
+    seen = partial_sums(DATA / "compiled_sixth"
+                        / "unet_bn_nchw_empty_cache_train.compiled.trace.json.gz")
+    first = [(x, p) for x, p in seen if len(x) == 4]
+    assert len(first) == 14
+    for x, p in first:
+        assert cr.split_factor(x[1], prod(x) // x[1], 132, outer=False) == p[-1], (x, p)
+        assert cr.split_factor(x[1], prod(x) // x[1], 132, outer=True) != p[-1]

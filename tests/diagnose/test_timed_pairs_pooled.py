@@ -20,6 +20,7 @@ SOURCES = {
     "compiled_third/compiled_steps.json": "labels-compiled-third.json",
     "compiled_fourth/compiled_steps.json": "labels-compiled-fourth.json",
     "compiled_fifth/compiled_steps.json": "labels-compiled-fifth.json",
+    "compiled_sixth/compiled_steps.json": "labels-compiled-sixth.json",
     "fix_twins_0311/fix_twins.json": "labels-twins-0311.json",
 }
 
