@@ -1,7 +1,7 @@
 """The compile model against the compiled steps: each eager step of the counterfactual suite
 that has a compiled step recorded (``tests/data/diagnose/compiled``, ``compiled_second``,
-``compiled_third``, ``compiled_fourth``, ``compiled_fifth``; a workload recorded twice has a row
-per recording).
+``compiled_third``, ``compiled_fourth``, ``compiled_fifth``, ``compiled_sixth``; a workload
+recorded twice has a row per recording).
 
     python benchmarks/compiled_vs_eager.py
 
@@ -54,7 +54,8 @@ from aiprof.tensor.layout import CONVERSION_KERNEL
 from aiprof.trace import Trace, load_trace
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose"
-FOLDERS = ("compiled", "compiled_second", "compiled_third", "compiled_fourth", "compiled_fifth")
+FOLDERS = ("compiled", "compiled_second", "compiled_third", "compiled_fourth", "compiled_fifth",
+           "compiled_sixth")
 
 
 def split_ms(trace: Trace, rows: np.ndarray, dur_us: np.ndarray) -> tuple[float, float, float]:
