@@ -80,6 +80,7 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert stack["calibration_rps"] == pytest.approx(0.6 * result["capacity_rps"])
         assert result["overhead_us"] == stack["handoff_under_load_us"] >= 0
         assert stack["transport_under_load_us"] > 0 and stack["transport_alone_us"] > 0
+        assert stack["forming_under_load_us"] >= 0  # recorded for the gap between batches
         for name in ("device_spread", "host_spread"):  # what the simulator drew batches from
             spread = stack[name]
             assert len(spread["factors"]) == len(spread["batch_sizes"]) >= 1

@@ -215,6 +215,11 @@ class StackCosts:
     simulator draws a batch's device time from (None: medians only, or a record before it)."""
     host_spread: TimeSpread | None = None
     """The same for the host stage (the call minus its wait for the device)."""
+    forming_under_load_us: float = float("nan")
+    """The calibration run's mean forming time per request (the batcher's ``forming_mean_us``:
+    an instance free, the batch not yet dispatched); recorded, not simulated: on the H200 at
+    80% load the real batcher's was 124-251 us, the simulator's 2-10 (2026-12-02), a gap between
+    batches no measured cost stands for yet (NaN: none run, or a record before it)."""
 
 
 MIN_BATCHES_PER_SIZE = 3
@@ -350,11 +355,11 @@ def setting_p99_us(device: LatencyCurve, base: SimulationOptions, policy: BatchP
 
 def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchConfig,
                     num_instances: int, rate_rps: float
-                    ) -> tuple[float, float, BatchCosts, BatchSpread]:
+                    ) -> tuple[float, float, BatchCosts, BatchSpread, float]:
     """The serving stack's (handoff, transport) costs and the engine's costs per batch size: of
     lone requests when ``rate_rps`` is 0, else of an open-loop run at ``rate_rps`` (the engine's
     own time taken out of the first two, so the simulator adds only what the stack costs), and
-    the spread of its batches' times."""
+    the spread of its batches' times, and the batcher's mean forming time (``forming_mean_us``)."""
     if rate_rps <= 0:
         load: OpenLoad | ClosedLoad = ClosedLoad(concurrency=1,
                                                  num_requests=config.calibration_requests)
@@ -368,7 +373,7 @@ def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchCon
     run = serve(engine, policy, load, num_slots=engine.num_slots, num_instances=num_instances)
     costs = engine.costs_since(mark)
     spread = engine.spread_since(mark, MIN_BATCHES_PER_SIZE)
-    return (*stack_costs(run, costs.median_wall_us), costs, spread)
+    return (*stack_costs(run, costs.median_wall_us), costs, spread, run.server.forming_mean_us)
 
 
 def run_comparison(engine: ServingEngine, config: BenchConfig,
@@ -386,7 +391,7 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     curve = measure_alone(engine, sizes, warmup=config.warmup, iters=config.iters)
     progress(f"serving curve alone: {curve}")
     policy = BatchPolicy(max_batch_size=config.max_batch, max_queue_delay_us=config.max_delay_us)
-    handoff, transport, _, _ = calibrate_stack(engine, policy, config, 1, 0.0)
+    handoff, transport, _, _, _ = calibrate_stack(engine, policy, config, 1, 0.0)
     device = device_curve(curve, engine, config.max_batch)
     capacity = device.capacity_rps(config.max_batch)
     base = SimulationOptions(overhead_us=handoff, transport_us=transport,
@@ -403,7 +408,7 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                        calibration_rps=0.0, handoff_under_load_us=handoff,
                        transport_under_load_us=transport)
     if calibration_rps > 0:
-        loaded_handoff, loaded_transport, costs, spread = calibrate_stack(
+        loaded_handoff, loaded_transport, costs, spread, forming = calibrate_stack(
             engine, policy, config, instances, calibration_rps)
         stack = replace(stack, calibration_rps=calibration_rps,
                         handoff_under_load_us=loaded_handoff,
@@ -411,7 +416,8 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                         host_under_load=loaded_host_curve(curve, costs),
                         device_under_load=loaded_device_curve(device, engine.bucket, costs),
                         device_spread=spread.device if config.spread else None,
-                        host_spread=spread.host if config.spread else None)
+                        host_spread=spread.host if config.spread else None,
+                        forming_under_load_us=forming)
     progress(f"serving stack: {stack}")
     sim = replace(base, num_instances=instances, overhead_us=stack.handoff_under_load_us,
                   transport_us=stack.transport_under_load_us,
