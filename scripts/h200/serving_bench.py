@@ -174,15 +174,17 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
 
 
 def device_alone_errors(point: Any) -> dict[str, float]:
-    """The simulator's P50 and P99 errors (%) with the device curve alone beside those with the
-    one measured under load (empty when the point has no such simulation)."""
-    alone = point.simulated_device_alone
-    if alone is None:
-        return {}
-    real = point.real
-    return {f"{q}_pct_device_alone": 100 * (getattr(alone, f"latency_{q}_us")
-                                            - getattr(real, f"latency_{q}_us"))
-            / getattr(real, f"latency_{q}_us") for q in ("p50", "p99")}
+    """The simulator's P50 and P99 errors (%) with the device curve alone, and with every batch
+    at its size's median (no spread), beside those of the simulation compared (empty when the
+    point has no such simulation)."""
+    real, out = point.real, {}
+    for name, beside in (("device_alone", point.simulated_device_alone),
+                         ("medians", point.simulated_medians)):
+        if beside is not None:
+            out.update({f"{q}_pct_{name}": 100 * (getattr(beside, f"latency_{q}_us")
+                                                  - getattr(real, f"latency_{q}_us"))
+                        / getattr(real, f"latency_{q}_us") for q in ("p50", "p99")})
+    return out
 
 
 def assembly_costs(inputs: Any, smoke: bool, device: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -56,3 +57,17 @@ def test_the_engine_records_how_far_a_batch_of_a_size_runs_past_its_median():
     assert all(p90 >= median for p90, median in zip(costs.device_p90_us, costs.device_us,
                                                      strict=True))
     assert costs.wall_p90_us[0] == costs.wall_us[0]  # one batch: its own time
+
+
+def test_the_engine_gives_each_batchs_times_over_its_sizes_median_for_the_simulator():
+    engine = ServingEngine(torch.nn.Identity(), torch.eye(6), max_batch=4)
+    for _ in range(10):
+        engine([(0, 1), (1, 2)])
+    engine([(0, 1)])  # one batch of 1: no median to compare with, left out
+    spread = engine.spread_since(min_batches=3)
+    assert spread.device is not None and spread.host is not None
+    for found in (spread.device, spread.host):
+        assert found.batch_sizes == (2,) and len(found.factors[0]) == 10
+        assert np.median(found.factors[0]) == pytest.approx(1.0)
+        assert list(found.factors[0]) == sorted(found.factors[0])
+    assert engine.spread_since(engine.mark()).device is None  # nothing run since

@@ -647,3 +647,122 @@ def test_the_cli_bench_on_the_h200_chose_direct_by_its_own_timing_and_served_eve
         real = point["real"]
         assert real["num_ok"] == real["num_requests"] > 0
         assert real["num_lost"] == real["num_duplicated"] == 0
+
+
+def _p90_spread(result, target):
+    """The device time's spread as the other loads of the same run recorded it (never the load
+    predicted): per batch size, a lognormal with the median over those loads of P90 / P50."""
+    from statistics import median
+
+    from aiprof.inference.latency_curve import TimeSpread
+
+    ratios: dict[int, list[float]] = {}
+    for point in [*result["open_loop"], *result["closed_loop"]]:
+        costs = point["under_load"]
+        if point is target:
+            continue
+        for size, count, p50, p90 in zip(costs["batch_sizes"], costs["num_batches"],
+                                         costs["device_us"], costs["device_p90_us"], strict=True):
+            if count >= 3:
+                ratios.setdefault(size, []).append(p90 / p50)
+    sizes = tuple(sorted(ratios))
+    return TimeSpread.from_p50_p90(sizes, (1.0,) * len(sizes),
+                                   tuple(median(ratios[b]) for b in sizes))
+
+
+def _replay_spread(result, point, spread, seed, gap_us=0.0):
+    """``_replay_at`` with each batch's device time drawn from ``spread`` (the device curve the
+    bench simulated, the one under load; ``gap_us`` more per batch on the instance)."""
+    from dataclasses import replace
+
+    from aiprof.inference.arrivals import poisson_arrivals
+    from aiprof.inference.latency_curve import LatencyCurve
+    from aiprof.inference.policy import BatchPolicy
+    from aiprof.inference.simulator import SimulationOptions, simulate
+
+    stack, policy = result["stack"], result["policy"]
+    curve = {k: LatencyCurve(batch_sizes=tuple(stack[k]["batch_sizes"]),
+                             latency_us=tuple(stack[k]["latency_us"]))
+             for k in ("host_under_load", "device_under_load") if stack.get(k)}
+    options = SimulationOptions(num_instances=result["num_instances"], shared_device=True,
+                                overhead_us=stack["handoff_under_load_us"] + gap_us,
+                                transport_us=stack["transport_under_load_us"],
+                                host_curve=curve["host_under_load"])
+    arrivals = poisson_arrivals(point["offered_rps"], point["real"]["num_requests"], seed=0)
+    device = curve.get("device_under_load") or _replay_device(result)  # older runs: alone
+    return simulate(arrivals, device, BatchPolicy(
+        max_batch_size=policy["max_batch_size"], max_queue_delay_us=policy["max_queue_delay_us"],
+        preferred_batch_sizes=tuple(policy["preferred_batch_sizes"])),
+        replace(options, device_spread=spread, seed=seed))
+
+
+def test_the_recorded_spread_of_batch_times_does_not_settle_bert_fp32s_80_pct_miss():
+    """The eighth run (03:34 UTC), the first to record each batch size's P90: the simulator
+    replayed with every batch's device time drawn from that spread (a lognormal with the
+    recorded P50 and P90 of the run's other loads, seeded) instead of its median. The spread
+    is narrow (the device's P90 at most 1.015x its median at 80% load, 1.006x for BERT-base
+    FP32's batches of 16, in that load and in the others), and near saturation it moves a P99
+    by as much as the seed of the draws does: BERT-base FP32 at 80% stays a miss (P99 -10.0,
+    -9.8 and -11.8% for seeds 0-2, against -10.2% with the medians), BERT-base BF16 at 80%
+    gets worse (-3.4% with the medians, +2.7, +3.0 and +9.0%), and as many points are within
+    10% as with the medians (6 of 8 with seed 0; the replay with no spread reproduces the
+    recorded simulation first)."""
+    import numpy as np
+
+    document = later_doc("03:34")
+    errors: dict[tuple[str, str, str], list[float]] = {}
+    within = 0
+    for key, result in _by_model(document).items():
+        for label in ("40% of capacity", "80% of capacity"):
+            point = _point(result, label)
+            real = point["real"]
+            medians = _replay_spread(result, point, None, 0)
+            assert medians.latency_p99_us == pytest.approx(point["simulated"]["latency_p99_us"])
+            spread = _p90_spread(result, point)
+            if key == ("bert-base", "float32") and label.startswith("80"):
+                sixteen = spread.factors[spread.batch_sizes.index(16)]
+                assert float(np.quantile(sixteen, 0.9)) < 1.01  # the spread is narrow
+            seeds = range(3) if key[0] == "bert-base" and label.startswith("80") else range(1)
+            drawn = [_replay_spread(result, point, spread, seed) for seed in seeds]
+            within += all(abs(_error_pct(getattr(drawn[0], f), real[f])) <= 10
+                          for f in ("latency_p50_us", "latency_p99_us"))
+            errors[(*key, label)] = [_error_pct(d.latency_p99_us, real["latency_p99_us"])
+                                     for d in drawn]
+    fp32 = errors["bert-base", "float32", "80% of capacity"]
+    bf16 = errors["bert-base", "bfloat16", "80% of capacity"]
+    assert len(fp32) == len(bf16) == 3
+    assert sum(e < -10 for e in fp32) >= 2 and max(fp32) < -9  # a miss still, by the seed
+    assert min(bf16) > -3.4  # the point the medians met gets no closer
+    assert within == 6
+
+
+@pytest.mark.parametrize(("run", "as_run", "with_gap"), [("01:03", -31.6, -24.9),
+                                                         ("01:47", -18.7, -9.5),
+                                                         ("03:34", -10.2, -7.5)])
+def test_the_real_servers_gap_between_batches_is_a_cost_the_simulator_lacks(run, as_run,
+                                                                           with_gap):
+    """A lead, not a fix: at 80% load the real batcher's instance waited 124-251 us on average
+    between its batch's end and the next batch's dispatch (``forming_mean_us``, with requests
+    queued), the simulated one 2-10 us; no measured cost stands for it. Added to the hand-off
+    (in-sample: the point's own mean, which the bench cannot know beforehand), it brings
+    BERT-base FP32's P99 at 80% from -31.6, -18.7 and -10.2% to -24.9, -9.5 and -7.5%, more than
+    any spread of batch times did (test_the_recorded_spread_of_batch_times_...), and at 03:34
+    every other 80% point stays within 10%."""
+    result = _by_model(later_doc(run))[("bert-base", "float32")]
+    point = _point(result, "80% of capacity")
+    real = point["real"]
+    medians = _replay_spread(result, point, None, 0)
+    assert medians.latency_p99_us == pytest.approx(point["simulated"]["latency_p99_us"])
+    assert _error_pct(medians.latency_p99_us, real["latency_p99_us"]) == pytest.approx(
+        as_run, abs=0.05)
+    gap_us = real["server"]["forming_mean_us"]
+    assert 120 < gap_us < 260 and point["simulated"]["forming_mean_us"] < 10
+    gapped = _replay_spread(result, point, None, 0, gap_us)
+    assert _error_pct(gapped.latency_p99_us, real["latency_p99_us"]) == pytest.approx(
+        with_gap, abs=0.05)
+    if run == "03:34":  # the other 80% points, met with the medians, stay met with the gap
+        for key, other in _by_model(later_doc(run)).items():
+            at = _point(other, "80% of capacity")
+            gapped = _replay_spread(other, at, None, 0, at["real"]["server"]["forming_mean_us"])
+            assert all(abs(_error_pct(getattr(gapped, f), at["real"][f])) <= 10
+                       for f in ("latency_p50_us", "latency_p99_us")), key

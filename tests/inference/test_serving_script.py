@@ -80,6 +80,15 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert stack["calibration_rps"] == pytest.approx(0.6 * result["capacity_rps"])
         assert result["overhead_us"] == stack["handoff_under_load_us"] >= 0
         assert stack["transport_under_load_us"] > 0 and stack["transport_alone_us"] > 0
+        assert stack["forming_under_load_us"] >= 0  # recorded for the gap between batches
+        for name in ("device_spread", "host_spread"):  # what the simulator drew batches from
+            spread = stack[name]
+            assert len(spread["factors"]) == len(spread["batch_sizes"]) >= 1
+            assert all(0 < f[0] <= 1 <= f[-1] and len(f) <= 64 for f in spread["factors"])
+        for point in result["open_loop"]:  # the medians simulated beside the spread
+            assert point["simulated_medians"]["num_completed"] == point["simulated"][
+                "num_completed"]
+            assert point["spread"]["device"]["batch_sizes"]
         for point in result["open_loop"]:
             engine = run["evidence"][point["label"]]["engine"]
             assert len(engine["lock_wait_us"]) == len(engine["batch_sizes"])

@@ -11,6 +11,12 @@ stream, shared by every instance: ``shared_device``) to finish the batches befor
 ``latency(b)`` there; the instance is free again ``overhead_us`` later. With two instances one
 batch is assembled while the other computes, so the device idles only when the host cannot keep
 up: the stream overlap, as a mechanism rather than a fitted factor.
+
+Given a :class:`~aiprof.inference.latency_curve.TimeSpread` for the device time (and one for
+the host stage), each batch's time is its size's median times a factor drawn, seeded, from that
+size's measured spread, instead of always the median: near saturation a batch that runs long
+lets the queue pile up into larger batches, which a simulation of medians never forms. Without
+one (a curve of medians only) every batch costs its median, as before.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiprof.errors import InputError
-from aiprof.inference.latency_curve import LatencyCurve
+from aiprof.inference.latency_curve import LatencyCurve, TimeSpread
 from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.queue import INF, BatchQueue, Request
@@ -45,6 +51,13 @@ class SimulationOptions:
     transport_us: float = 0.0
     """Time each request spends outside the batcher (from the client to the queue and from its
     batch's end back to the client): added to its latency, it occupies no instance."""
+    device_spread: TimeSpread | None = None
+    """Each batch's device time is ``curve(b)`` times a factor drawn from this (None: the
+    median, every batch)."""
+    host_spread: TimeSpread | None = None
+    """Each batch's host stage is ``host_curve(b)`` times a factor drawn from this."""
+    seed: int = 0
+    """Seed of the draws from the spreads (the same seed, the same simulation)."""
 
     def batch_time_us(self, curve: LatencyCurve, batch_size: int) -> float:
         """What a batch costs when nothing else is queued: host, device and overhead."""
@@ -117,6 +130,9 @@ class _State:
         self.device_free_us = -INF
         self.last_done_us = -INF
         self._batches = 0
+        self.device_spread = options.device_spread
+        self.host_spread = options.host_spread
+        self.rng = np.random.default_rng(options.seed)
 
     def complete_until(self, now: float) -> int:
         """Finish every batch done by ``now``; the number of requests answered."""
@@ -151,10 +167,15 @@ class _State:
     def _service_us(self, size: int, now: float) -> float:
         """From dispatch to the instance being free again."""
         host = self.host_curve(size) if self.host_curve is not None else 0.0
+        if self.host_spread is not None:
+            host *= self.host_spread.draw(size, self.rng)
+        device = self.curve(size)
+        if self.device_spread is not None:
+            device *= self.device_spread.draw(size, self.rng)
         if not self.shared_device:
-            return host + self.curve(size) + self.overhead_us
+            return host + device + self.overhead_us
         start = max(now + host, self.device_free_us)
-        self.device_free_us = start + self.curve(size)
+        self.device_free_us = start + device
         return self.device_free_us + self.overhead_us - now
 
 

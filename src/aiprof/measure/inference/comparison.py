@@ -8,7 +8,9 @@ device curve alone (copy in, forward, copy back), the two instances sharing one 
 at a fraction of capacity that none of the compared loads uses, the engine's time outside the
 device per batch size (the host stage), the device curve as those batches took it back to back,
 the hand-off per batch to and from the model thread and the transport per request through the
-socket and the front end. Capacity and the setting (instances, preferred sizes) come from the
+socket and the front end, and how far each batch's device time and host stage strayed from
+its size's median there (the simulator draws every batch's times from that spread instead of
+giving each its median). Capacity and the setting (instances, preferred sizes) come from the
 curve alone, before any load runs.
 """
 
@@ -22,13 +24,13 @@ from dataclasses import dataclass, field, replace
 
 from aiprof.errors import InputError
 from aiprof.inference.arrivals import poisson_arrivals
-from aiprof.inference.latency_curve import LatencyCurve
+from aiprof.inference.latency_curve import LatencyCurve, TimeSpread
 from aiprof.inference.metrics import BatchingMetrics
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.serving import ClosedLoad, OpenLoad, ServedRun, serve
 from aiprof.inference.simulator import SimulationOptions, simulate, simulate_closed_loop
 from aiprof.inference.tune import TuneCandidate, TuneOptions, tune_policy
-from aiprof.measure.inference.engine import BatchCosts, ServingEngine
+from aiprof.measure.inference.engine import BatchCosts, BatchSpread, ServingEngine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +69,9 @@ class BenchConfig:
     """The open-loop load, in percent of capacity, at which the serving stack's own costs are
     measured for the simulator (between the loads compared, none of them; 0: lone requests)."""
     calibration_duration_s: float = 1.0
+    spread: bool = True
+    """Simulate each batch's device time and host stage drawn from the spread the calibration
+    run measured (seeded by ``seed``); False: every batch at its size's median."""
     choose_preferred: bool = True
     """Let the simulator choose the preferred batch sizes with the instance count: none (Triton's
     default, the max batch) or half and all of it (the tuner's variant); False: none."""
@@ -116,6 +121,11 @@ class LoadPoint:
     simulated_device_alone: BatchingMetrics | None = None
     """Open loop: the simulation with the device curve alone instead of the one measured under
     load (None: the same curve, or a record made before the difference)."""
+    simulated_medians: BatchingMetrics | None = None
+    """Open loop: the simulation with every batch at its size's median instead of drawn from the
+    spread (None: the simulation had no spread, or a record made before it)."""
+    spread: BatchSpread | None = None
+    """The spread of this run's own batches (open loop; None in records made before it)."""
 
     @property
     def p50_error_pct(self) -> float:
@@ -200,6 +210,16 @@ class StackCosts:
     device_under_load: LatencyCurve | None = None
     """The device curve as the batches of the calibration run took it, back to back (None:
     alone only, or a record made before it); the simulator's device curve."""
+    device_spread: TimeSpread | None = None
+    """Each calibration batch's device time over its size's median, per bucket: what the
+    simulator draws a batch's device time from (None: medians only, or a record before it)."""
+    host_spread: TimeSpread | None = None
+    """The same for the host stage (the call minus its wait for the device)."""
+    forming_under_load_us: float = float("nan")
+    """The calibration run's mean forming time per request (the batcher's ``forming_mean_us``:
+    an instance free, the batch not yet dispatched); recorded, not simulated: on the H200 at
+    80% load the real batcher's was 124-251 us, the simulator's 2-10 (2026-12-02), a gap between
+    batches no measured cost stands for yet (NaN: none run, or a record before it)."""
 
 
 MIN_BATCHES_PER_SIZE = 3
@@ -334,10 +354,12 @@ def setting_p99_us(device: LatencyCurve, base: SimulationOptions, policy: BatchP
 
 
 def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchConfig,
-                    num_instances: int, rate_rps: float) -> tuple[float, float, BatchCosts]:
+                    num_instances: int, rate_rps: float
+                    ) -> tuple[float, float, BatchCosts, BatchSpread, float]:
     """The serving stack's (handoff, transport) costs and the engine's costs per batch size: of
     lone requests when ``rate_rps`` is 0, else of an open-loop run at ``rate_rps`` (the engine's
-    own time taken out of the first two, so the simulator adds only what the stack costs)."""
+    own time taken out of the first two, so the simulator adds only what the stack costs), and
+    the spread of its batches' times, and the batcher's mean forming time (``forming_mean_us``)."""
     if rate_rps <= 0:
         load: OpenLoad | ClosedLoad = ClosedLoad(concurrency=1,
                                                  num_requests=config.calibration_requests)
@@ -350,7 +372,8 @@ def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchCon
     mark = engine.mark()
     run = serve(engine, policy, load, num_slots=engine.num_slots, num_instances=num_instances)
     costs = engine.costs_since(mark)
-    return (*stack_costs(run, costs.median_wall_us), costs)
+    spread = engine.spread_since(mark, MIN_BATCHES_PER_SIZE)
+    return (*stack_costs(run, costs.median_wall_us), costs, spread, run.server.forming_mean_us)
 
 
 def run_comparison(engine: ServingEngine, config: BenchConfig,
@@ -368,7 +391,7 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
     curve = measure_alone(engine, sizes, warmup=config.warmup, iters=config.iters)
     progress(f"serving curve alone: {curve}")
     policy = BatchPolicy(max_batch_size=config.max_batch, max_queue_delay_us=config.max_delay_us)
-    handoff, transport, _ = calibrate_stack(engine, policy, config, 1, 0.0)
+    handoff, transport, _, _, _ = calibrate_stack(engine, policy, config, 1, 0.0)
     device = device_curve(curve, engine, config.max_batch)
     capacity = device.capacity_rps(config.max_batch)
     base = SimulationOptions(overhead_us=handoff, transport_us=transport,
@@ -385,17 +408,22 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                        calibration_rps=0.0, handoff_under_load_us=handoff,
                        transport_under_load_us=transport)
     if calibration_rps > 0:
-        loaded_handoff, loaded_transport, costs = calibrate_stack(engine, policy, config,
-                                                                  instances, calibration_rps)
+        loaded_handoff, loaded_transport, costs, spread, forming = calibrate_stack(
+            engine, policy, config, instances, calibration_rps)
         stack = replace(stack, calibration_rps=calibration_rps,
                         handoff_under_load_us=loaded_handoff,
                         transport_under_load_us=loaded_transport,
                         host_under_load=loaded_host_curve(curve, costs),
-                        device_under_load=loaded_device_curve(device, engine.bucket, costs))
+                        device_under_load=loaded_device_curve(device, engine.bucket, costs),
+                        device_spread=spread.device if config.spread else None,
+                        host_spread=spread.host if config.spread else None,
+                        forming_under_load_us=forming)
     progress(f"serving stack: {stack}")
     sim = replace(base, num_instances=instances, overhead_us=stack.handoff_under_load_us,
                   transport_us=stack.transport_under_load_us,
-                  host_curve=stack.host_under_load or base.host_curve)
+                  host_curve=stack.host_under_load or base.host_curve,
+                  device_spread=stack.device_spread, host_spread=stack.host_spread,
+                  seed=config.seed)
     runner = _Runner(engine, config, stack.device_under_load or device, sim, progress,
                      device if stack.device_under_load is not None else None)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
@@ -439,6 +467,10 @@ class _Runner:
         simulated = simulate(arrivals, self.device, policy, self.sim)
         beside = (simulate(arrivals, self.device_alone, policy, self.sim)
                   if self.device_alone is not None else None)
+        spread = self.sim.device_spread is not None or self.sim.host_spread is not None
+        medians = (simulate(arrivals, self.device, policy,
+                            replace(self.sim, device_spread=None, host_spread=None))
+                   if spread else None)
         mark = self.engine.mark()
         real = serve(self.engine, policy, OpenLoad(arrivals_us=tuple(arrivals.tolist())),
                      num_slots=self.engine.num_slots, num_instances=self.sim.num_instances)
@@ -446,7 +478,8 @@ class _Runner:
                       f"simulated {simulated.latency_p99_us:.0f} us")
         return LoadPoint(label=label, offered_rps=rate_rps, concurrency=None, real=real,
                          simulated=simulated, under_load=self.engine.costs_since(mark),
-                         simulated_device_alone=beside)
+                         simulated_device_alone=beside, simulated_medians=medians,
+                         spread=self.engine.spread_since(mark, MIN_BATCHES_PER_SIZE))
 
     def closed_point(self, concurrency: int, policy: BatchPolicy) -> LoadPoint:
         probe = simulate_closed_loop(concurrency, max(200, 10 * concurrency), self.device,

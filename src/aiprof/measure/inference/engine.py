@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from aiprof.errors import UnsupportedDeviceError
+from aiprof.inference.latency_curve import TimeSpread
 from aiprof.measure.inference.assembly import Assembler, byte_rows, check_assembly
 from aiprof.measure.inference.bench import import_torch
 
@@ -236,6 +237,25 @@ class ServingEngine:
         """A position in the record of batches, for :meth:`costs_since`."""
         return len(self._records)
 
+    def spread_since(self, mark: int = 0, min_batches: int = 3) -> BatchSpread:
+        """The batches run since ``mark``: each one's device time and host stage over its size's
+        median, pooled by bucket (sizes run fewer than ``min_batches`` times left out: their
+        median is no reference)."""
+        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 6)
+        device: dict[int, list[float]] = {}
+        host: dict[int, list[float]] = {}
+        for size in sorted({int(s) for s in rows[:, 0]}):
+            picked = rows[rows[:, 0] == size]
+            if len(picked) < min_batches:
+                continue
+            outside = picked[:, 3] - picked[:, 5]
+            for column, into in ((picked[:, 2], device), (outside, host)):
+                median = float(np.median(column))
+                if median > 0:
+                    into.setdefault(self.bucket(size), []).extend((column / median).tolist())
+        return BatchSpread(device=TimeSpread.from_factors(device),
+                           host=TimeSpread.from_factors(host))
+
     def costs_since(self, mark: int = 0) -> BatchCosts:
         """Median host, device and wall time per batch size of the batches run since ``mark``."""
         rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 6)
@@ -258,6 +278,16 @@ class ServingEngine:
                           else float("nan")),
             median_wall_us=(float(np.median(np.repeat(rows[:, 3], rows[:, 0].astype(np.int64))))
                             if rows.size else float("nan")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchSpread:
+    """How far the batches an engine ran strayed from their size's median, per bucket (the size a
+    batch runs at): the device time and the host stage (the call minus its wait for the device),
+    as the simulator draws them (:class:`~aiprof.inference.latency_curve.TimeSpread`)."""
+
+    device: TimeSpread | None
+    host: TimeSpread | None
 
 
 def is_cuda(device: str) -> bool:
