@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from aiprof.measure.inference.assembly import byte_rows
-from aiprof.measure.inference.assembly_timing import Fill, engine_ways, measure
+from aiprof.measure.inference.assembly_timing import Fill, engine_ways, time_ways
 
 SLOTS = 64
 
@@ -78,17 +78,15 @@ def run(shape: tuple[int, ...], dtype: torch.dtype, sizes: tuple[int, ...], batc
     inputs = torch.randn(SLOTS, *shape).to(dtype)
     if device.startswith("cuda"):
         inputs = inputs.pin_memory()
+    found = ways(inputs, max(sizes), device)
+    one_thread = {"gather, 1 thread": found.pop("gather, 1 thread")}
+    out = time_ways(found, sizes, SLOTS, batches, gap_us)
     threads = torch.get_num_threads()
-    out: dict[str, Any] = {}
-    for way, make in ways(inputs, max(sizes), device).items():
-        torch.set_num_threads(1 if way == "gather, 1 thread" else threads)
-        try:
-            out[way] = {condition: {size: measure(make, size, SLOTS, batches, gap_us / 1e6,
-                                                  condition == "loaded") for size in sizes}
-                        for condition in ("alone", "loaded")}
-        except Exception as error:  # one way failing (a device without it) keeps the others
-            out[way] = {"error": f"{type(error).__name__}: {error}"[:300]}
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)
+    try:
+        out.update(time_ways(one_thread, sizes, SLOTS, batches, gap_us))
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
