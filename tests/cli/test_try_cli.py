@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from aiprof.cli.main import main
-from aiprof.trial.catalog import CODE_CHANGES
+from aiprof.trial.catalog import CODE_CHANGES, fixes_for_categories
 
 pytestmark = pytest.mark.cpu_hog
 
@@ -91,7 +91,10 @@ def test_diagnose_try_measures_the_fixes_of_the_findings_into_the_run_record(
     doc = json.loads(done.stdout)
     estimates = {f["category"]: f["estimated_gain_pct"] for f in doc["diagnosis"]["findings"]}
     rows = {row["name"]: row for row in doc["try"]["fixes"]}
-    assert set(rows) == {"tf32", "bf16", "channels_last", "compile"}
+    # every fix the catalog has for the findings' categories (unfused_elementwise: the fused
+    # optimizer and compile; tensor_cores_unused: tf32 and bf16; layout_conversion)
+    assert set(rows) == set(fixes_for_categories(list(estimates))) == {
+        "tf32", "bf16", "channels_last", "fused_optimizer", "compile"}
     assert rows["channels_last"]["estimated_gain_pct"] == estimates["layout_conversion"]
     assert rows["channels_last"]["status"] == "not_applicable"  # tiny.py has no conv
     assert rows["bf16"]["status"] == "measured"
@@ -149,3 +152,19 @@ def test_aa_runs_the_unfixed_script_again_and_states_the_noise(tmp_path: Path) -
     assert noise["verdict"] == row["verdict"]
     runs = [r for r in doc["runs"] if r["label"] == "aa"]
     assert len(runs) == 5 and all(r["status"] == "ok" for r in runs)
+
+
+@pytest.mark.parametrize(("words", "target", "command"), [
+    (["diagnose", "RUN", "--try", "--json", "--rounds", "1", "--", "python", "t.py", "--lr",
+      "1"], "RUN", ["python", "t.py", "--lr", "1"]),
+    (["diagnose", "--try", "--", "python", "t.py"], None, ["python", "t.py"]),
+    (["diagnose", "RUN", "--", "python", "-m", "pkg"], "RUN", ["python", "-m", "pkg"]),
+])
+def test_diagnose_takes_the_command_after_the_double_dash_beside_its_run(
+        words: list[str], target: str | None, command: list[str]) -> None:
+    """argparse alone fills TRACE and the command from the first run of positionals (``RUN``)
+    and then refuses the words after ``--``; the command line is split there first."""
+    from aiprof.cli.main import _parse, build_parser
+
+    args = _parse(build_parser(), words)
+    assert (args.target, args.try_command) == (target, command)

@@ -172,7 +172,7 @@ def _parser() -> argparse.ArgumentParser:
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = _parse(parser, list(argv) if argv is not None else sys.argv[1:])
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -205,6 +205,23 @@ def _main(argv: Sequence[str] | None) -> int:
         where = f"{error.filename}: " if error.filename else ""
         print(f"aiprof {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(words)``, except that a command which takes a command after ``--``
+    beside a positional of its own (``diagnose RUN --try ... -- python train.py``) gets the
+    words after the first ``--`` whole: argparse fills every positional from the first run of
+    them (``RUN``, and the command with nothing) and then refuses the rest."""
+    if "--" in words:
+        cut = words.index("--")
+        try:
+            head = parser.parse_args(words[:cut])
+        except UsageError:
+            head = None
+        if head is not None and hasattr(head, "try_command"):
+            head.try_command = [*head.try_command, *words[cut + 1:]]
+            return head
+    return parser.parse_args(words)
 
 
 def entry() -> None:
