@@ -82,3 +82,21 @@ def test_queue_lengths_of_a_window_are_those_of_the_whole_trace(public_traces: P
     at_launch, at_start = _queue_at(trace, window)
     assert np.array_equal(at_launch, whole_launch[window])
     assert np.array_equal(at_start, whole_start[window])
+
+
+def test_kernels_whose_launch_calls_are_not_launches_have_no_queue_and_no_error(
+        tmp_path: Path) -> None:
+    """GIVEN kernels correlated to runtime calls no launch name matches (a mutated or foreign
+    trace), WHEN the critical path is built, THEN it is built (the queue lengths unknown), not
+    an IndexError from an empty list of launches (found by the hostile-input campaign)."""
+    from tests.support.kineto_synth import TraceBuilder
+
+    builder = TraceBuilder()
+    for i in range(3):
+        builder.kernel("k", 10.0 * i, 10.0 * i + 2.0, 5.0)
+    for event in builder.events:
+        if event["cat"] == "cuda_runtime":
+            event["name"] = "cudaSomethingElse"
+    builder.step(0, 0.0, 40.0)
+    path = critical_path(load_trace(builder.write(tmp_path / "t.json.gz")))
+    assert path is not None

@@ -197,9 +197,12 @@ def _queue_at(trace: Trace, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
     gpu = trace.gpu_ops
     rows = np.flatnonzero((gpu.launch_row >= 0) & trace.strings.mask(
         gather(trace.runtime.name_id, gpu.launch_row, 0), HTA_LAUNCHES))
+    if len(rows) == 0:  # no op has a launch call of its own: no queue to count
+        unknown = np.full(len(gpu_rows), -1.0)
+        return unknown, unknown.copy()
     launch_ts, start_ts = trace.runtime.ts_us[gpu.launch_row[rows]], gpu.ts_us[rows]
-    pos = np.minimum(np.searchsorted(rows, gpu_rows), max(len(rows) - 1, 0))
-    where = np.where((len(rows) > 0) & (rows[pos] == gpu_rows), pos, -1)  # rows is sorted
+    pos = np.minimum(np.searchsorted(rows, gpu_rows), len(rows) - 1)
+    where = np.where(rows[pos] == gpu_rows, pos, -1)  # rows is sorted
     needed = where[where >= 0]
     last = max(float(launch_ts[needed].max()), float(start_ts[needed].max())) \
         if len(needed) else -np.inf
