@@ -563,8 +563,8 @@ def _replay_at(result, point, *, device=None, host=None, handoff_us=None, transp
 def _own_costs(result, point):
     """The device curve, host stage, hand-off and transport that ``point``'s own batches took."""
     from aiprof.inference.latency_curve import LatencyCurve
-    from aiprof.measure.inference.comparison import loaded_device_curve
     from aiprof.measure.inference.engine import BatchCosts, buckets
+    from aiprof.measure.inference.stack_costs import loaded_device_curve
 
     costs, real = point["under_load"], point["real"]
     steps = buckets(result["policy"]["max_batch_size"])

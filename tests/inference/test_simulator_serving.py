@@ -89,8 +89,9 @@ def test_transport_time_adds_to_every_latency_and_occupies_no_instance():
 
 
 def test_the_host_stage_under_load_keeps_the_sizes_run_often_and_scales_the_others():
-    from aiprof.measure.inference.comparison import ServingCurve, loaded_host_curve
+    from aiprof.measure.inference.comparison import ServingCurve
     from aiprof.measure.inference.engine import BatchCosts
+    from aiprof.measure.inference.stack_costs import loaded_host_curve
 
     alone = ServingCurve(batch_sizes=(1, 2, 4, 8, 16, 32), host_us=(10.0,) * 6,
                          device_us=(1000.0, 1100, 1300, 1800, 3000, 5400),
@@ -108,8 +109,8 @@ def test_the_host_stage_under_load_keeps_the_sizes_run_often_and_scales_the_othe
 
 
 def test_the_device_curve_under_load_scales_each_bucket_by_its_batches_back_to_back():
-    from aiprof.measure.inference.comparison import loaded_device_curve
     from aiprof.measure.inference.engine import BatchCosts, buckets
+    from aiprof.measure.inference.stack_costs import loaded_device_curve
 
     steps = buckets(32)
     bucket = functools.partial(_bucket, steps)

@@ -25,7 +25,7 @@ import inspect
 import itertools
 import math
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiprof.errors import InputError
@@ -35,6 +35,8 @@ from aiprof.inference.failures import (
     QueueFullError,
     RequestRejectedError,
     check_budget_us,
+    check_deadlines_us,
+    check_priorities,
     check_priority,
 )
 from aiprof.inference.instances import Instances
@@ -247,8 +249,9 @@ class DynamicBatcher:
         if self._loop is None:
             raise InputError("submit_many() before start(): start the batcher first")
         count = len(payloads)
-        levels = self._levels(priorities, count)
-        deadlines = self._deadlines(deadlines_in_us, count)
+        levels = check_priorities(priorities, count, self.policy.default_priority,
+                                  self.policy.priority_levels)
+        deadlines = check_deadlines_us(deadlines_in_us, count)
         if not count:
             return
         if self._closed:
@@ -329,22 +332,6 @@ class DynamicBatcher:
                 chunk, sink, now_us)
             taken += size
         return taken
-
-    def _levels(self, priorities: Sequence[int] | None, count: int) -> Iterable[int]:
-        if priorities is None:
-            return itertools.repeat(self.policy.default_priority, count)
-        if len(priorities) != count:
-            raise InputError(f"{len(priorities)} priorities for {count} requests")
-        levels = self.policy.priority_levels
-        return [check_priority(p, levels) for p in priorities]
-
-    @staticmethod
-    def _deadlines(deadlines_in_us: Sequence[float] | None, count: int) -> Iterable[float]:
-        if deadlines_in_us is None:
-            return itertools.repeat(INF, count)
-        if len(deadlines_in_us) != count:
-            raise InputError(f"{len(deadlines_in_us)} deadlines for {count} requests")
-        return [check_budget_us("deadline", d) for d in deadlines_in_us]
 
     def run_here(self, worker: InlineWorker, submit: Callable[[], None]) -> None:
         """From a thread that holds :attr:`loop_lock` (not the loop's): call ``submit``, which

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from aiprof.errors import AiprofError, InputError
@@ -99,3 +100,22 @@ def check_budget_us(name: str, value: object) -> float:
             or value < 0):
         raise InputError(f"{name} {value!r} must be a number of microseconds >= 0 (or None)")
     return float(value)
+
+
+def check_priorities(priorities: Sequence[int] | None, count: int, default: int,
+                     levels: int) -> Iterable[int]:
+    """The priority level of each of ``count`` requests (``default`` for all when None)."""
+    if priorities is None:
+        return itertools.repeat(default, count)
+    if len(priorities) != count:
+        raise InputError(f"{len(priorities)} priorities for {count} requests")
+    return [check_priority(p, levels) for p in priorities]
+
+
+def check_deadlines_us(deadlines_in_us: Sequence[float] | None, count: int) -> Iterable[float]:
+    """Each of ``count`` requests' deadline budget (none when None)."""
+    if deadlines_in_us is None:
+        return itertools.repeat(math.inf, count)
+    if len(deadlines_in_us) != count:
+        raise InputError(f"{len(deadlines_in_us)} deadlines for {count} requests")
+    return [check_budget_us("deadline", d) for d in deadlines_in_us]
