@@ -33,3 +33,14 @@ def test_the_lowest_p99_under_load_summed_over_sizes_wins() -> None:
              "copy_ rows": way(1.0, 1.0)}  # not an engine way: never chosen
     assert choose_assembly(costs) == "direct"
     assert choose_assembly({"direct": {"error": "no CUDA"}}) == "take"
+
+
+def test_the_line_printed_names_the_way_and_what_each_took_for_the_largest_batch() -> None:
+    from aiprof.report.serving_terminal import assembly_line
+
+    costs = {"gather": {"loaded": {1: {"p99_us": 500.0}, 32: {"p99_us": 7_130.0}}},
+             "take": {"loaded": {1: {"p99_us": 350.0}, 32: {"p99_us": 2_180.0}}},
+             "direct": {"error": "no CUDA"}}
+    assert assembly_line("take", "auto", costs) == (
+        "assembly: take (auto: P99 under load per batch of 32: take 2.18 ms, gather 7.13 ms)")
+    assert assembly_line("gather", "gather", {}) == "assembly: gather"

@@ -101,7 +101,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from aiprof.measure.inference.bench import import_torch, load_model
     from aiprof.measure.inference.comparison import run_comparison
     from aiprof.measure.inference.engine import ServingEngine, is_cuda, registered_inputs
-    from aiprof.report.serving_terminal import bench_document, render_bench
+    from aiprof.report.serving_terminal import assembly_line, bench_document, render_bench
 
     config = _config(args)
     if args.slots < 1 or args.instances < 1:
@@ -131,16 +131,3 @@ def run_bench(args: argparse.Namespace) -> int:
         render_bench(result)
     return 0
 
-
-def assembly_line(used: str, asked: str, costs: dict[str, Any]) -> str:
-    """``assembly: direct (auto: P99 under load per batch of 32: direct 0.3 ms, take 8.2 ms)``."""
-    if asked != "auto":
-        return f"assembly: {used}"
-    timed = {way: c["loaded"] for way, c in costs.items() if "loaded" in c}
-    if not timed:
-        return f"assembly: {used} (auto: no way could be timed)"
-    size = max(next(iter(timed.values())))
-    cells = ", ".join(f"{way} {by_size[size]['p99_us'] / 1e3:.2f} ms"
-                      for way, by_size in sorted(timed.items(),
-                                                 key=lambda kv: kv[1][size]["p99_us"]))
-    return f"assembly: {used} (auto: P99 under load per batch of {size}: {cells})"
