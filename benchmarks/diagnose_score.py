@@ -1,6 +1,6 @@
 """Score the diagnosis against a counterfactual suite: every measured fix of every workload.
 
-    python benchmarks/diagnose_score.py [FOLDER] [--plain] [--markdown] [--json]
+    python benchmarks/diagnose_score.py [FOLDER] [--labels PATTERN] [--plain] [--markdown] [--json]
 
 FOLDER holds ``labels*.json`` and the traces (or the ``traces-*.tar`` and ``plain-*.tar`` the suite
 script wrote, unpacked here into a temporary folder); it defaults to the committed suite under
@@ -30,7 +30,7 @@ from aiprof.evaluation import (
     score_suite,
     score_workload,
 )
-from aiprof.evaluation.labels import merged
+from aiprof.evaluation.labels import LABELS, merged
 from aiprof.evaluation.score import (
     ACCEPT_FALSE_POSITIVES,
     ACCEPT_GAIN_PCT,
@@ -51,10 +51,11 @@ def claims_of(workload: LabelledWorkload, plain: bool) -> tuple[list[Claim], str
     return [Claim(f.category, f.estimated_gain_pct) for f in result.findings], ""
 
 
-def score(folder: Path, plain: bool) -> tuple[SuiteScore, dict[str, str]]:
+def score(folder: Path, plain: bool,
+          pattern: str = LABELS) -> tuple[SuiteScore, dict[str, str]]:
     errors: dict[str, str] = {}
     scores = []
-    for workload in load_suite(folder):
+    for workload in load_suite(folder, pattern):
         claims, error = claims_of(workload, plain)
         if error:
             errors[workload.name] = error
@@ -145,6 +146,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT)
     parser.add_argument("--plain", action="store_true",
                         help="diagnose the plain torch.profiler traces, not the aiprof records")
+    parser.add_argument("--labels", default=LABELS, metavar="PATTERN",
+                        help="the labels files to read (default: every one, pooled); "
+                             "labels-part*.json: the first session alone")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--merge-into", type=Path, metavar="FILE",
@@ -156,7 +160,7 @@ def main(argv: list[str]) -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            result, errors = score(unpacked(args.folder, Path(tmp)), args.plain)
+            result, errors = score(unpacked(args.folder, Path(tmp)), args.plain, args.labels)
             if args.merge_into:
                 args.merge_into.write_text(json.dumps(merged(args.folder), indent=1) + "\n")
         except AiprofError as error:

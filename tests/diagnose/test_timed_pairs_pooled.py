@@ -51,3 +51,20 @@ def test_a_round_gain_is_against_the_base_block_of_its_round() -> None:
                       "rounds_ms": {"base": [10.0, 20.0], "tf32": [7.5, 16.0]}}]}
     fix = timed_pairs_as_suite(doc, {"tf32": "tensor_cores_unused"})["workloads"][0]["fixes"][0]
     assert fix["round_gain_pct"] == [25.0, 20.0] and fix["category"] == "tensor_cores_unused"
+
+
+RECORDINGS = {"counterfactual_1202": ("labels-replicate-1202-part1.json",
+                                      "labels-replicate-1202-part2.json")}
+"""Later recordings of the whole suite: each scored alone in its own folder, its every fix
+pooled into the first recording's truths."""
+
+
+@pytest.mark.parametrize(("folder", "name"),
+                         [(f, n) for f, names in sorted(RECORDINGS.items()) for n in names])
+def test_a_later_recordings_truths_are_pooled_as_recorded(folder: str, name: str) -> None:
+    from aiprof.evaluation.labels import truths_only
+
+    assert {p.name for p in (DATA / folder).glob("labels*.json")} == set(RECORDINGS[folder])
+    recorded = json.loads((DATA / folder / name).read_text())
+    assert json.loads((SUITE / name).read_text()) == truths_only(recorded)
+    assert all("traces" in row for row in recorded["workloads"])

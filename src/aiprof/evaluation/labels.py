@@ -121,10 +121,22 @@ def timed_pairs_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dic
             "fix_categories": categories, "workloads": list(rows.values())}
 
 
-def _documents(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
-    files = sorted(folder.glob("labels*.json"))
+LABELS = "labels*.json"
+"""Every labels file of a suite folder: its sessions, re-runs and pooled timed fixes."""
+
+
+def truths_only(doc: dict[str, Any]) -> dict[str, Any]:
+    """A session's labels as truths to pool into another recording's suite: every row as
+    recorded, without its traces (those stay with the session's own folder, where the
+    session is scored alone)."""
+    return {**doc, "workloads": [{k: v for k, v in row.items() if k != "traces"}
+                                 for row in doc["workloads"]]}
+
+
+def _documents(folder: Path, pattern: str = LABELS) -> list[tuple[Path, dict[str, Any]]]:
+    files = sorted(folder.glob(pattern))
     if not files:
-        raise InputError(f"{folder}: no labels*.json; give the folder the counterfactual "
+        raise InputError(f"{folder}: no {pattern}; give the folder the counterfactual "
                          "suite (or the diagnose suite) wrote")
     docs = []
     for path in files:
@@ -194,10 +206,11 @@ def merged(folder: Path) -> dict[str, Any]:
             "workloads": [pooled_row(same) for same in _rows_by_workload(docs).values()]}
 
 
-def load_suite(folder: Path) -> list[LabelledWorkload]:
+def load_suite(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
     """Every labelled workload of a suite folder whose trace is present, once: where several
     files measured it (a re-run, ``labels-<tag>.json``), its traces are the first file's and
-    its fixes pooled (``pooled_row``)."""
-    rows = [pooled_row(same) for same in _rows_by_workload(_documents(folder)).values()]
+    its fixes pooled (``pooled_row``). ``pattern`` picks the files: ``labels-part*.json``
+    reads one session alone, its traces and the truths timed beside them."""
+    rows = [pooled_row(same) for same in _rows_by_workload(_documents(folder, pattern)).values()]
     workloads = _from_suite({"workloads": rows}, folder)
     return [w for w in workloads if w.trace.exists()]
