@@ -27,7 +27,7 @@ from aiprof.diagnose.caching_allocator import (
     segment_size,
 )
 from aiprof.diagnose.context import Context
-from aiprof.diagnose.rules import layout_conversion
+from aiprof.diagnose.rules import allocator_churn, layout_conversion
 from aiprof.diagnose.segment_change import without_scratch
 from aiprof.record.targets import load_traces
 
@@ -150,3 +150,13 @@ def test_no_allocator_change_without_churn() -> None:
     ctx = _context("resnet34_nchw_bf16_train")
     ops = ctx.trace.gpu_ops.op_row[ctx.layout.rows]
     assert without_scratch(ctx, ops[ops >= 0]) is None
+
+
+@pytest.mark.parametrize("name", ["unet_bn_nchw_empty_cache_train",
+                                  "llama_fp32_empty_cache_train"])
+def test_allocator_churn_says_what_the_replay_keeps_without_empty_cache(name: str) -> None:
+    """The churn of these steps is the emptied cache: replayed without it, the steady step
+    makes no new segment, which is what allocator_churn's model removes."""
+    evidence = allocator_churn.replayed_mallocs(_context(name))
+    assert evidence == {"replayed_mallocs_per_step": 25.0,
+                        "mallocs_per_step_without_empty_cache": 0.0}
