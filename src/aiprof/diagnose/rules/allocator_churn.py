@@ -97,6 +97,8 @@ def replayed_mallocs(ctx: Context) -> dict[str, float]:
     says: new segments per step as the trace made them, and per steady step without
     ``empty_cache()`` (none where the churn is the emptied cache; some where shapes change).
     Empty without the events, or where the replay does not make the trace's own segments."""
+    if ctx.allocator.num_mallocs == 0:
+        return {}
     events = allocation_events(ctx.trace)
     if events is None or events.num_mallocs == 0 or replayed(events).num_mallocs != \
             events.num_mallocs:
