@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.kineto_synth import TraceBuilder
 
 from aiprof.diagnose import DiagnoseOptions
 from aiprof.diagnose.allocation_replay import (
@@ -160,3 +161,60 @@ def test_allocator_churn_says_what_the_replay_keeps_without_empty_cache(name: st
     evidence = allocator_churn.replayed_mallocs(_context(name))
     assert evidence == {"replayed_mallocs_per_step": 25.0,
                         "mallocs_per_step_without_empty_cache": 0.0}
+
+
+def _memory(builder: TraceBuilder, ts: float, size: int, addr: int, reserved: int) -> None:
+    builder.events.append({
+        "ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1,
+        "tid": 1, "ts": ts, "args": {"Total Reserved": reserved, "Total Allocated": 0,
+                                     "Bytes": size, "Device Id": 0, "Device Type": 1,
+                                     "Addr": addr}})
+
+
+def _scratch_then_batch_norms(path: Path) -> Path:
+    """Two steps that empty the cache: a converting convolution allocates (cudaMalloc) and
+    frees a 32 MiB scratch block, then two BatchNorm outputs of 16 MiB reuse its segment."""
+    b = TraceBuilder()
+    base = 0x7F0000000000
+    for step, t in enumerate((0.0, 1000.0)):
+        b.step(step, t, 400.0)
+        conv = b.cpu_op("aten::cudnn_convolution", t, 100.0)
+        b.kernel("void cudnn::engines_precompiled::nchwToNhwcKernel<float>", t + 2, t + 20, 30.0,
+                 external=conv)
+        b.runtime("cudaStreamIsCapturing", t + 10, 1.0)
+        b.runtime("cudaMalloc", t + 11, 80.0)
+        _memory(b, t + 92, 32 * MiB, base, 32 * MiB)
+        _memory(b, t + 98, -32 * MiB, base, 32 * MiB)
+        for i in range(2):
+            bn = b.cpu_op("aten::native_batch_norm", t + 120 + 40 * i, 30.0)
+            _memory(b, t + 122 + 40 * i, 16 * MiB, base + 16 * MiB * i, 32 * MiB)
+            b.kernel("batch_norm_collect_statistics_kernel", t + 130 + 40 * i, t + 140 + 40 * i,
+                     10.0, external=bn)
+        for i in range(2):
+            _memory(b, t + 210 + i, -16 * MiB, base + 16 * MiB * i, 32 * MiB)
+        b.runtime("cudaFree", t + 300, 50.0)  # empty_cache(): the next event sees 32 MiB again
+    return b.write(path)
+
+
+def test_scratch_gone_the_batch_norm_outputs_need_segments(tmp_path: Path) -> None:
+    """GIVEN a step whose two BatchNorm outputs reuse a converting convolution's freed scratch
+    WHEN the scratch is gone (channels_last) THEN each output needs a segment of its own, and
+    layout_conversion charges each one's launch the trace's malloc and check, and each step's
+    first launch the free."""
+    ctx = Context(load_traces(_scratch_then_batch_norms(tmp_path / "t.json.gz"))[0],
+                  DiagnoseOptions())
+    events = allocation_events(ctx.trace)
+    assert events is not None
+    assert events.num_mallocs == 2  # the release and the malloc between two events, seen
+    assert events.release_before.sum() == 1
+    ops = ctx.trace.gpu_ops.op_row[ctx.layout.rows]
+    shift = without_scratch(ctx, ops[ops >= 0])
+    assert shift is not None
+    assert (shift.mallocs_per_step, shift.mallocs_per_step_after) == (1.0, 2.0)
+    assert shift.segment_cost_us == pytest.approx(80.0 + 1.0 + 50.0)
+    charged: dict[str, list[float]] = {}
+    for row, us in shift.added_cpu_us.items():
+        charged.setdefault(ctx.trace.name(int(ctx.trace.gpu_ops.name_id[row]))[:10], []).append(us)
+    # each BatchNorm launch: a malloc and its capture check (no shapes: no slow path); each
+    # step's first launch: the one more cudaFree the previous step's empty_cache() makes
+    assert charged == {"batch_norm": [81.0] * 4, "void cudnn": [50.0] * 2}

@@ -16,6 +16,7 @@ of the same sizes (``tests/diagnose/test_caching_allocator.py``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,11 +28,17 @@ from aiprof.diagnose.caching_allocator import (
     PinnedRange,
     SegmentReplay,
     replay_segments,
+    round_size,
+    segment_size,
 )
 from aiprof.trace import Trace
 
 CUDA_DEVICE = 1
 """``Device Type`` of a CUDA (or ROCm) device in ``[memory]`` events (c10::DeviceType::CUDA)."""
+MALLOC_CALL = re.compile(r"^(cuda|hip)Malloc$")
+"""A new segment's call (``alloc_block``: ``cudaMalloc``; ROCm's ``hipMalloc``)."""
+FREE_CALL = re.compile(r"^(cuda|hip)Free$")
+"""A released segment's call (``release_block``: ``cudaFree``)."""
 MAX_EVENTS = 200_000
 """Longer sequences are not replayed (the replay walks the events one by one: 4 µs each on
 the 2-core CPU VM, 5.5 ms for the UNet's 1,332; this many take about a second)."""
@@ -48,9 +55,13 @@ class AllocationEvents:
     ids: np.ndarray
     """Block address."""
     release_before: np.ndarray
-    """The reserved total dropped just before the event (``empty_cache()``)."""
+    """``empty_cache()`` just before the event: the reserved total dropped, or a ``cudaFree``
+    call ran since the previous event."""
     new_segment_bytes: np.ndarray
-    """The reserved total's rise at an allocation (a new segment), else 0."""
+    """At an allocation that made a new segment (the reserved total rose, or a ``cudaMalloc``
+    call on its thread ran since that thread's previous event), the segment's size: the rise,
+    or where the rise does not show (the first event; a release in between), the allocator's
+    size for the block; else 0."""
     free_of: np.ndarray
     """Per allocation, the index of the event that frees its block (-1: not freed)."""
 
@@ -74,12 +85,36 @@ def allocation_events(trace: Trace) -> AllocationEvents | None:
     size = mem.bytes[rows].astype(np.int64)
     reserved = mem.total_reserved[rows].astype(np.int64)
     change = np.diff(reserved, prepend=reserved[0])
+    ts, tid = mem.ts_us[rows], mem.tid[rows]
+    released = (change < 0) | _calls_since(trace, FREE_CALL, ts, tid, any_thread=True)
+    malloc = _calls_since(trace, MALLOC_CALL, ts, tid, any_thread=False)
+    rise = (change > 0) & ~released
+    new = np.where(rise, change, 0)
+    unseen = malloc & ~rise  # the first event, or a release in between hides the rise
+    new[unseen] = [segment_size(round_size(int(b))) for b in size[unseen]]
+    new[size <= 0] = 0
     return AllocationEvents(
         rows=rows, size_bytes=size, ids=mem.addr[rows].astype(np.int64),
-        release_before=change < 0,
-        new_segment_bytes=np.where((change > 0) & (size > 0), change, 0),
+        release_before=released, new_segment_bytes=new,
         free_of=_frees(size, mem.addr[rows].astype(np.int64)),
     )
+
+
+def _calls_since(trace: Trace, name: re.Pattern[str], ts: np.ndarray, tid: np.ndarray,
+                 any_thread: bool) -> np.ndarray:
+    """Per event, whether a runtime call named ``name`` ended inside the steps since the
+    previous event (of the same thread, unless ``any_thread``)."""
+    rt = trace.runtime
+    calls = np.flatnonzero(trace.strings.mask(rt.name_id, name)
+                           & (rt.end_us >= trace.steps.cpu_start_us[0]))
+    groups = np.zeros_like(tid) if any_thread else tid
+    out = np.zeros(len(ts), bool)
+    for group in np.unique(groups).tolist():
+        here = np.flatnonzero(groups == group)
+        mine = calls if any_thread else calls[rt.tid[calls] == group]
+        after = np.searchsorted(np.sort(rt.end_us[mine]), ts[here], side="right")
+        out[here] = after > np.concatenate([[0], after[:-1]])
+    return out
 
 
 def _frees(size: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -124,8 +159,10 @@ def replayed(events: AllocationEvents, dropped: np.ndarray | None = None,
     """The replay of the events without the ``dropped`` ones (a mask; an allocation and its
     free together), and without ``empty_cache()`` when not ``releases``."""
     keep = np.ones(len(events.rows), bool) if dropped is None else ~dropped
-    replay = replay_segments(events.size_bytes[keep], events.ids[keep],
-                             events.release_before[keep] & releases, pinned_ranges(events))
+    released = np.cumsum(events.release_before & releases)[keep]  # a dropped event's release
+    release = np.diff(released, prepend=0) > 0  # comes before the next kept one
+    replay = replay_segments(events.size_bytes[keep], events.ids[keep], release,
+                             pinned_ranges(events))
     new = np.zeros(len(keep), bool)
     new[keep] = replay.new_segment
     segment = np.zeros(len(keep), np.int64)

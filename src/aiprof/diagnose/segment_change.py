@@ -24,6 +24,7 @@ import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.allocation_replay import (
+    FREE_CALL,
     allocation_events,
     next_launches,
     replayed,
@@ -35,8 +36,6 @@ from aiprof.diagnose.rules.allocator_churn import (
     MALLOC_CALL,
     slow_path_excess,
 )
-
-FREE_CALL = r"^(cuda|hip)Free$"
 
 
 @dataclass(frozen=True)
