@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import traceback
@@ -111,8 +110,7 @@ def main(argv: list[str]) -> int:
         return 2
     device = "cpu" if args.smoke or not torch.cuda.is_available() else "cuda"
     out = Path(os.environ.get("OUT", ".")) / "allocator_twins"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for name, fix in pairs:
         try:

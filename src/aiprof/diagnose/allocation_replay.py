@@ -74,6 +74,8 @@ def allocation_events(trace: Trace) -> AllocationEvents | None:
     """The steps' allocation events of the trace's busiest GPU (None without any, or when
     there are more than ``MAX_EVENTS``)."""
     mem = trace.memory
+    if not len(trace.steps) or not len(mem.ts_us):
+        return None
     gpu = (mem.device_type == CUDA_DEVICE) & in_window(mem.ts_us, step_window(trace))
     if not gpu.any():
         return None
