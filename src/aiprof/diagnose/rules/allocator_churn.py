@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from aiprof.analysis import intervals as iv
+from aiprof.diagnose.allocation_replay import allocation_events, replayed
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change, covered_between
@@ -91,6 +92,25 @@ def change(ctx: Context) -> Change | None:
                   unblocked=frozenset(al.free_rows.tolist()))
 
 
+def replayed_mallocs(ctx: Context) -> dict[str, float]:
+    """What the caching allocator's replay of the ``[memory]`` events (``allocation_replay``)
+    says: new segments per step as the trace made them, and per steady step without
+    ``empty_cache()`` (none where the churn is the emptied cache; some where shapes change).
+    Empty without the events, or where the replay does not make the trace's own segments."""
+    if ctx.allocator.num_mallocs == 0:
+        return {}
+    events = allocation_events(ctx.trace)
+    if events is None or events.num_mallocs == 0 or replayed(events).num_mallocs != \
+            events.num_mallocs:
+        return {}
+    kept = replayed(events, releases=False).new_segment
+    steps = ctx.trace.steps
+    later = ctx.trace.memory.ts_us[events.rows] >= steps.cpu_start_us[min(1, len(steps) - 1)]
+    return {"replayed_mallocs_per_step": round(events.num_mallocs / max(len(steps), 1), 1),
+            "mallocs_per_step_without_empty_cache": round(
+                float(kept[later].sum()) / max(len(steps) - 1, 1), 1)}
+
+
 def find(ctx: Context) -> Finding | None:
     al = ctx.allocator
     fix = change(ctx)
@@ -110,6 +130,7 @@ def find(ctx: Context) -> Finding | None:
                 iv.length(slow_path_excess(ctx, al.call_spans)) / max(len(ctx.trace.steps), 1)),
             "reserved_memory_drops": al.num_reserved_drops,
             "steady_steps": al.num_steady_steps,
+            **replayed_mallocs(ctx),
         },
         fix=(
             "Let the caching allocator keep its memory: remove torch.cuda.empty_cache() (and "

@@ -13,6 +13,7 @@ from aiprof.diagnose.nhwc import (
 )
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, per_step_ms
+from aiprof.diagnose.segment_change import SegmentShift, without_scratch
 
 
 def _batch_norm(ctx: Context) -> dict[int, float]:
@@ -21,12 +22,25 @@ def _batch_norm(ctx: Context) -> dict[int, float]:
     return nhwc_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
 
 
+def _segments(ctx: Context) -> SegmentShift | None:
+    """The ``cudaMalloc`` calls a step that empties the cache makes once the converting ops'
+    scratch blocks (cuDNN's NHWC staging) are gone (``segment_change.py``)."""
+    ops = ctx.trace.gpu_ops.op_row[ctx.layout.rows]
+    return without_scratch(ctx, ops[ops >= 0])
+
+
 def change(ctx: Context) -> Change | None:
-    """The conversion kernels removed, and NCHW BatchNorm kernels at their NHWC time."""
+    """The conversion kernels removed, NCHW BatchNorm kernels at their NHWC time, and the
+    allocator calls that the conversions' scratch blocks no longer spare or need."""
     rows = ctx.layout.rows
     if not len(rows):
         return None
-    return Change(gpu_dur_us={**_batch_norm(ctx), **{int(r): 0.0 for r in rows}})
+    gpu = {**_batch_norm(ctx), **{int(r): 0.0 for r in rows}}
+    segments = _segments(ctx)
+    if segments is None:
+        return Change(gpu_dur_us=gpu)
+    return Change(gpu_dur_us=gpu, removed_cpu=segments.removed_cpu,
+                  added_cpu_us=segments.added_cpu_us)
 
 
 def withheld(gain_ms: float, depthwise_ms: float) -> str:
@@ -55,6 +69,7 @@ def find(ctx: Context) -> Finding | None:
     depthwise_ms = per_step_ms(ctx, float(ctx.trace.gpu_ops.dur_us[depthwise].sum()))
     why = withheld(ctx.gain_ms_per_step(gain), depthwise_ms) if gain >= ctx.options.min_gain_pct \
         else ""
+    segments = _segments(ctx)
     return Finding(
         category="layout_conversion",
         title=f"{per_step_ms(ctx, lay.total_us)} ms per step in layout conversions",
@@ -68,6 +83,11 @@ def find(ctx: Context) -> Finding | None:
                 ctx.trace.gpu_ops.dur_us[r] for r in batch_norm))),
             "nhwc_batch_norm_ms_per_step": per_step_ms(ctx, sum(batch_norm.values())),
             "aten_depthwise_conv_ms_per_step": depthwise_ms,
+            **({} if segments is None else {
+                "cuda_mallocs_per_step": segments.mallocs_per_step,
+                "cuda_mallocs_per_step_after_fix": segments.mallocs_per_step_after,
+                "cuda_malloc_free_us_each": round(segments.segment_cost_us, 1),
+            }),
         },
         fix=(
             "Keep convolutions in NHWC end to end: model = model.to(memory_format="
@@ -79,7 +99,9 @@ def find(ctx: Context) -> Finding | None:
                f"({NHWC_BATCH_NORM_BANDWIDTH_FRACTION:.0%} of the DRAM bandwidth and "
                f"{NHWC_BATCH_NORM_US_PER_KERNEL:g} us a kernel, measured on the H200); not "
                "estimated where the depthwise convolutions it moves to cuDNN take as long as "
-               "that saves"),
+               "that saves; where the step empties the allocator's cache, the cudaMalloc calls "
+               "the caching allocator's replay makes without the converting ops' scratch "
+               "blocks, each at the trace's own cost of one (diagnose/segment_change.py)"),
         change=fix,
         withheld=why,
     )
