@@ -321,16 +321,18 @@ class DynamicBatcher:
         finally:
             self._instances.here = None
 
-    def _take_next_here(self) -> bool:
+    def _take_next_here(self, ended: Callable[[], None]) -> bool:
         """From a model thread whose batch ended (answers to thread-safe :class:`Replies`):
-        decide the next batches now, holding :attr:`loop_lock`, as the loop would once woken
-        (:meth:`_on_instance_free`); False when the batcher closes (the loop decides)."""
+        holding :attr:`loop_lock`, call ``ended`` (the batch into the inbox), then decide the
+        next batches, as the loop would once woken (:meth:`_on_instance_free`); False, and
+        nothing done, when the batcher closes (the loop decides)."""
         lock = self.loop_lock
         if lock is None or self._closed:
             return False
         with lock:
             if self._closed:
                 return False
+            ended()
             now = self._clock.now_us()
             self._expire(now)
             self._dispatch_now(now)
