@@ -179,7 +179,8 @@ def device_alone_errors(point: Any) -> dict[str, float]:
     point has no such simulation)."""
     real, out = point.real, {}
     for name, beside in (("device_alone", point.simulated_device_alone),
-                         ("medians", point.simulated_medians)):
+                         ("medians", point.simulated_medians),
+                         ("no_gap", point.simulated_no_gap)):
         if beside is not None:
             out.update({f"{q}_pct_{name}": 100 * (getattr(beside, f"latency_{q}_us")
                                                   - getattr(real, f"latency_{q}_us"))

@@ -81,6 +81,8 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert result["overhead_us"] == stack["handoff_under_load_us"] >= 0
         assert stack["transport_under_load_us"] > 0 and stack["transport_alone_us"] > 0
         assert stack["forming_under_load_us"] >= 0  # recorded for the gap between batches
+        gaps = stack["gap_under_load_us"]  # measured per batch, what the simulator draws from
+        assert 1 <= len(gaps) <= 64 and gaps == sorted(gaps) and gaps[0] >= 0
         for name in ("device_spread", "host_spread"):  # what the simulator drew batches from
             spread = stack[name]
             assert len(spread["factors"]) == len(spread["batch_sizes"]) >= 1
@@ -89,6 +91,8 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
             assert point["simulated_medians"]["num_completed"] == point["simulated"][
                 "num_completed"]
             assert point["spread"]["device"]["batch_sizes"]
+            assert point["simulated_no_gap"]["num_completed"] == point["simulated"][
+                "num_completed"]  # and the simulation without the gap beside it
         for point in result["open_loop"]:
             engine = run["evidence"][point["label"]]["engine"]
             assert len(engine["lock_wait_us"]) == len(engine["batch_sizes"])

@@ -39,8 +39,9 @@ from aiprof.inference.failures import (
     check_priorities,
     check_priority,
 )
+from aiprof.inference.fresh import dispatch_fresh
 from aiprof.inference.instances import Instances
-from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
+from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder, due_rule
 from aiprof.inference.policy import BatchPolicy, check_count, check_time_us
 from aiprof.inference.queue import INF, BatchQueue, Request, fresh_batch_sizes
 from aiprof.inference.replies import Replies, deliver_error, rejection
@@ -140,6 +141,8 @@ class DynamicBatcher:
             self._clock.bind(self._loop)
         self._start_us = self._clock.now_us()
         self._instances.start(self._loop, self._start_us, self._num_instances)
+        if self.loop_lock is not None:
+            self._instances.take_next = self._take_next_here
         self._loop_task = self._loop.create_task(self._batch_loop())
 
     async def close(self, *, drain: bool = True, timeout_us: float | None = None) -> None:
@@ -298,40 +301,12 @@ class DynamicBatcher:
             self._wake()  # all busy: the loop only needs to know of an earlier expiry
 
     def _dispatch_fresh(self, payloads: Sequence[Any], replies: Replies, now_us: float) -> int:
-        """Run on the free instances, without queueing them, the batches ``take_batch`` would
-        take at once from these requests of the default level in an empty queue; how many
-        were taken (the rest are queued as usual). The same batches, in the same order, as
-        pushing them and dispatching (:func:`~aiprof.inference.queue.fresh_batch_sizes`):
-        what a lightly loaded server does with nearly every read, for none of the queue's
-        heaps and lazy deletions per request."""
-        task, instances = self._loop_task, self._instances
+        """:func:`~aiprof.inference.fresh.dispatch_fresh` on this batcher's instances."""
+        task = self._loop_task
         if task is None or task.done() or task.cancelling():  # (the loop shuts down)
             return 0
-        # take in the batches that ended first, as _dispatch_now does: the model thread that
-        # ended last is then the one given the batch (still awake, or the last to sleep)
-        if not instances.collect(notify=False) and not instances.free_since and (
-                not instances.collect_or_ask()):
-            return 0
-        sizes, level, seq = self._fresh_sizes, self.policy.default_priority, self._seq
-        sink = replies if getattr(replies, "thread_safe", False) else None
-        count = len(payloads)
-        if count == 1 and sizes[1]:  # a lone request: its own batch
-            payload = payloads[0]
-            instances.dispatch_group(
-                [Request(next(seq), level, now_us, payload=payload, handle=replies)],
-                [payload], sink, now_us)
-            return 1
-        taken, largest = 0, len(sizes) - 1
-        while taken < count and instances.free_since:
-            size = sizes[min(count - taken, largest)]
-            if not size:
-                break
-            chunk = list(payloads[taken:taken + size])
-            instances.dispatch_group(
-                [Request(next(seq), level, now_us, payload=p, handle=replies) for p in chunk],
-                chunk, sink, now_us)
-            taken += size
-        return taken
+        return dispatch_fresh(self._instances, self._fresh_sizes, self.policy.default_priority,
+                              self._seq, payloads, replies, now_us)
 
     def run_here(self, worker: InlineWorker, submit: Callable[[], None]) -> None:
         """From a thread that holds :attr:`loop_lock` (not the loop's): call ``submit``, which
@@ -345,6 +320,23 @@ class DynamicBatcher:
             submit()
         finally:
             self._instances.here = None
+
+    def _take_next_here(self, ended: Callable[[], None]) -> bool:
+        """From a model thread whose batch ended (answers to thread-safe :class:`Replies`):
+        holding :attr:`loop_lock`, call ``ended`` (the batch into the inbox), then decide the
+        next batches, as the loop would once woken (:meth:`_on_instance_free`); False, and
+        nothing done, when the batcher closes (the loop decides)."""
+        lock = self.loop_lock
+        if lock is None or self._closed:
+            return False
+        with lock:
+            if self._closed:
+                return False
+            ended()
+            now = self._clock.now_us()
+            self._expire(now)
+            self._dispatch_now(now)
+        return True
 
     def inline_worker(self, on_abandon: Callable[[], None]) -> InlineWorker:
         """A worker of this batcher's model for :meth:`run_here`; ``on_abandon`` is called (on
@@ -370,7 +362,7 @@ class DynamicBatcher:
         """Summary of everything served since :meth:`start`."""
         self._instances.collect()  # the batches that ended in their threads since
         duration = self._clock.now_us() - self._start_us
-        return self.recorder.summary(duration, self._num_instances)
+        return self.recorder.summary(duration, self._num_instances, due=due_rule(self.policy))
 
     def _hopeless(self, request: Request, now_us: float) -> bool:
         """With ``reject_hopeless``: would the batches queued ahead outlast its time budget?"""

@@ -33,13 +33,27 @@ class Inbox:
         self.always_wake = False
         """Wake the loop for every batch (set once the batcher closes)."""
 
-    def put(self, item: Any, *, must_wake: bool) -> None:
-        """From a model thread: one batch's outcome; wake the loop if it must or asked."""
+    def put(self, item: Any, *, must_wake: bool, quiet: bool = False) -> None:
+        """From a model thread: one batch's outcome; wake the loop if it must or asked (not
+        when ``quiet``: the thread takes the next batch itself, then :meth:`nudge`s if not)."""
         with self.lock:
             self._items.append(item)
-            if not (must_wake or self._asked or self.always_wake) or self._wake_pending:
+            if quiet or not (must_wake or self._asked or self.always_wake) or (
+                    self._wake_pending):
                 return
             self._asked, self._wake_pending = False, True
+        self._call_loop()
+
+    def nudge(self) -> None:
+        """From a model thread after a ``quiet`` put it could not act on: wake the loop if it
+        asked (or always wakes)."""
+        with self.lock:
+            if not (self._asked or self.always_wake) or self._wake_pending:
+                return
+            self._asked, self._wake_pending = False, True
+        self._call_loop()
+
+    def _call_loop(self) -> None:
         try:
             self._loop.call_soon_threadsafe(self._woken)
         except RuntimeError:  # the event loop is closed: nobody waits for this batch any more

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aiprof.inference.policy import BatchPolicy
+
 
 @dataclass(frozen=True, kw_only=True)
 class BatchingMetrics:
@@ -47,6 +49,46 @@ class BatchingMetrics:
     """Model instances replaced after a compute timeout or a ``BaseException`` from the model."""
     compute_p50_us: float = float("nan")
     """Median over the completed requests of their batch's compute time (robust to one stall)."""
+    dispatch_gap_us: tuple[float, ...] = ()
+    """The gap between batches: for each batch the policy said to run the moment its instance
+    was free (its oldest request past the delay, or a preferred size queued, by then), its
+    dispatch minus that moment; at most :data:`GAP_QUANTILES` quantiles. Empty: none such, or
+    not asked (``summary(due=...)``)."""
+
+
+GAP_QUANTILES = 64
+"""Gaps kept per run, as quantiles: the resolution a spread of batch times keeps too
+(:meth:`aiprof.inference.latency_curve.TimeSpread.from_factors`)."""
+
+
+def dispatch_gaps_us(enqueue_us: np.ndarray, free_us: np.ndarray, dispatch_us: np.ndarray,
+                     due: tuple[float, int]) -> np.ndarray:
+    """Per batch (the requests sharing a free and a dispatch time) that was due when its
+    instance became free, ``dispatch - free``: ``due`` is (the max queue delay, the smallest
+    preferred batch size); a batch is due if its oldest request had waited the delay by then,
+    or that many of its requests were queued. At least 0: a batch may be dispatched on a
+    clock reading taken just before its instance's thread read its end."""
+    if not enqueue_us.size:
+        return np.zeros(0)
+    keys, batch = np.unique(np.stack([free_us, dispatch_us], axis=1), axis=0,
+                            return_inverse=True)
+    batch = batch.reshape(-1)
+    oldest = np.full(len(keys), np.inf)
+    np.minimum.at(oldest, batch, enqueue_us)
+    queued = np.bincount(batch, weights=(enqueue_us <= free_us).astype(np.float64),
+                         minlength=len(keys))
+    delay_us, size = due
+    free, dispatch = keys[:, 0], keys[:, 1]
+    is_due = np.isfinite(free) & ((oldest + delay_us <= free) | (queued >= size))
+    # (a batch taken in on an arrival read just before its instance's thread read its end)
+    gaps: np.ndarray = np.maximum(0.0, dispatch[is_due] - free[is_due])
+    return gaps
+
+
+def due_rule(policy: BatchPolicy) -> tuple[float, int]:
+    """(max queue delay, smallest preferred size) of ``policy``'s default level: what
+    :func:`dispatch_gaps_us` calls a batch due at its instance's free time by."""
+    return (policy.max_delay_us(policy.default_priority), policy.preferred[0])
 
 
 class MetricsRecorder:
@@ -95,8 +137,11 @@ class MetricsRecorder:
         self.num_failed += count
         self.failed[reason] += count
 
-    def summary(self, duration_us: float, num_instances: int = 1) -> BatchingMetrics:
-        """Percentiles and means of what was recorded over ``duration_us``."""
+    def summary(self, duration_us: float, num_instances: int = 1, *,
+                due: tuple[float, int] | None = None) -> BatchingMetrics:
+        """Percentiles and means of what was recorded over ``duration_us``; with ``due`` (the
+        policy's max queue delay and smallest preferred size), the gaps between batches
+        (:func:`dispatch_gaps_us`)."""
         table = np.fromiter(itertools.chain.from_iterable(self._samples), dtype=np.float64,
                             count=6 * len(self._samples)).reshape(-1, 6)
         enqueue, free, dispatch, done, outside = (np.ascontiguousarray(table[:, i])
@@ -130,7 +175,18 @@ class MetricsRecorder:
             failed=dict(sorted(self.failed.items())),
             num_replaced_instances=self.num_replaced,
             compute_p50_us=float(np.median(compute)) if compute.size else float("nan"),
+            dispatch_gap_us=_gaps(enqueue, free, dispatch, due),
         )
+
+
+def _gaps(enqueue: np.ndarray, free: np.ndarray, dispatch: np.ndarray,
+          due: tuple[float, int] | None) -> tuple[float, ...]:
+    if due is None:
+        return ()
+    gaps = dispatch_gaps_us(enqueue, free, dispatch, due)
+    if gaps.size > GAP_QUANTILES:
+        gaps = np.quantile(gaps, (np.arange(GAP_QUANTILES) + 0.5) / GAP_QUANTILES)
+    return tuple(float(g) for g in np.sort(gaps))
 
 
 def _p99_by_level(latency: np.ndarray, levels: np.ndarray) -> dict[str, float]:

@@ -17,6 +17,13 @@ the host stage), each batch's time is its size's median times a factor drawn, se
 size's measured spread, instead of always the median: near saturation a batch that runs long
 lets the queue pile up into larger batches, which a simulation of medians never forms. Without
 one (a curve of medians only) every batch costs its median, as before.
+
+Given measured gaps between batches (``gap_us``), an instance whose batch ended takes its next
+one a drawn gap later, though its requests are answered at the end: the real server's host work
+between a batch's end and the next dispatch (the way back to the loop, the answers, the wake-up),
+which delays the requests queued meanwhile and no batch's own latency. The batcher's
+``forming`` time (instance free, batch not yet dispatched) then holds the gap, as the real one's
+does.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import numpy as np
 
 from aiprof.errors import InputError
 from aiprof.inference.latency_curve import LatencyCurve, TimeSpread
-from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder
+from aiprof.inference.metrics import BatchingMetrics, MetricsRecorder, due_rule
 from aiprof.inference.policy import BatchPolicy
 from aiprof.inference.queue import INF, BatchQueue, Request
 
@@ -58,6 +65,11 @@ class SimulationOptions:
     """Each batch's host stage is ``host_curve(b)`` times a factor drawn from this."""
     seed: int = 0
     """Seed of the draws from the spreads (the same seed, the same simulation)."""
+    gap_us: tuple[float, ...] = ()
+    """The host's gap between batches: after a batch ends (its answers out at once), its
+    instance takes the next batch only this long later, each batch drawing one of these
+    measured gaps (seeded apart from the spreads' draws). Empty: none (the next batch is
+    taken the moment the instance is free)."""
 
     def batch_time_us(self, curve: LatencyCurve, batch_size: int) -> float:
         """What a batch costs when nothing else is queued: host, device and overhead."""
@@ -111,7 +123,8 @@ def simulate(
             i += 1
         state.dispatch(now)
     end = max(state.last_done_us, float(times[-1]))
-    return state.recorder.summary(end - float(times[0]), opts.num_instances)
+    return state.recorder.summary(end - float(times[0]), opts.num_instances,
+                                  due=due_rule(policy))
 
 
 class _State:
@@ -133,18 +146,32 @@ class _State:
         self.device_spread = options.device_spread
         self.host_spread = options.host_spread
         self.rng = np.random.default_rng(options.seed)
+        self.gaps_us = np.asarray(options.gap_us, dtype=np.float64)
+        if self.gaps_us.size and (not np.all(np.isfinite(self.gaps_us))
+                                  or float(self.gaps_us.min()) < 0):
+            raise InputError("gaps between batches must be finite and >= 0 us")
+        self.gap_rng = np.random.default_rng((options.seed, 1))  # the spreads' draws unchanged
 
     def complete_until(self, now: float) -> int:
-        """Finish every batch done by ``now``; the number of requests answered."""
+        """Finish every batch done by ``now``; the number of requests answered. An entry with
+        no requests is an instance back from its gap after a batch (free since ``free_us``)."""
         answered = 0
         while self.done_heap and self.done_heap[0][0] <= now:
             done, _, dispatch, free_us, batch = heapq.heappop(self.done_heap)
+            if not batch:  # the gap after a batch is over: the instance takes the next one
+                self.free.append(free_us)
+                continue
             for request in batch:
                 self.recorder.request(request.enqueue_us, free_us, dispatch, done, request.level,
                                       outside_us=self.transport_us)
-            self.free.append(done)
             self.last_done_us = max(self.last_done_us, done)
             answered += len(batch)
+            if self.gaps_us.size:
+                gap = float(self.gaps_us[self.gap_rng.integers(self.gaps_us.size)])
+                self._batches += 1
+                heapq.heappush(self.done_heap, (done + gap, self._batches, done, done, []))
+            else:
+                self.free.append(done)
         return answered
 
     def dispatch(self, now: float) -> int:
@@ -219,5 +246,6 @@ def simulate_closed_loop(
         answered = state.complete_until(now) + state.dispatch(now)
         send(answered)
         state.dispatch(now)
-    return state.recorder.summary(max(state.last_done_us, 0.0), opts.num_instances)
+    return state.recorder.summary(max(state.last_done_us, 0.0), opts.num_instances,
+                                  due=due_rule(policy))
 

@@ -78,6 +78,9 @@ class BenchConfig:
     spread: bool = True
     """Simulate each batch's device time and host stage drawn from the spread the calibration
     run measured (seeded by ``seed``); False: every batch at its size's median."""
+    gap: bool = True
+    """Simulate the gap between batches the calibration run measured (``StackCosts.
+    gap_under_load_us``); False: an instance takes its next batch the moment it is free."""
     choose_preferred: bool = True
     """Let the simulator choose the preferred batch sizes with the instance count: none (Triton's
     default, the max batch) or half and all of it (the tuner's variant); False: none."""
@@ -132,6 +135,9 @@ class LoadPoint:
     spread (None: the simulation had no spread, or a record made before it)."""
     spread: BatchSpread | None = None
     """The spread of this run's own batches (open loop; None in records made before it)."""
+    simulated_no_gap: BatchingMetrics | None = None
+    """Open loop: the simulation without the gap between batches (None: the simulation had no
+    gap, or a record made before it)."""
 
     @property
     def p50_error_pct(self) -> float:
@@ -262,11 +268,12 @@ def setting_p99_us(device: LatencyCurve, base: SimulationOptions, policy: BatchP
 
 def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchConfig,
                     num_instances: int, rate_rps: float
-                    ) -> tuple[float, float, BatchCosts, BatchSpread, float]:
+                    ) -> tuple[float, float, BatchCosts, BatchSpread, BatchingMetrics]:
     """The serving stack's (handoff, transport) costs and the engine's costs per batch size: of
     lone requests when ``rate_rps`` is 0, else of an open-loop run at ``rate_rps`` (the engine's
     own time taken out of the first two, so the simulator adds only what the stack costs), and
-    the spread of its batches' times, and the batcher's mean forming time (``forming_mean_us``)."""
+    the spread of its batches' times, and the batcher's metrics of the run (its forming time,
+    its gaps between batches)."""
     if rate_rps <= 0:
         load: OpenLoad | ClosedLoad = ClosedLoad(concurrency=1,
                                                  num_requests=config.calibration_requests)
@@ -280,7 +287,7 @@ def calibrate_stack(engine: ServingEngine, policy: BatchPolicy, config: BenchCon
     run = serve(engine, policy, load, num_slots=engine.num_slots, num_instances=num_instances)
     costs = engine.costs_since(mark)
     spread = engine.spread_since(mark, MIN_BATCHES_PER_SIZE)
-    return (*stack_costs(run, costs.median_wall_us), costs, spread, run.server.forming_mean_us)
+    return (*stack_costs(run, costs.median_wall_us), costs, spread, run.server)
 
 
 def run_comparison(engine: ServingEngine, config: BenchConfig,
@@ -315,7 +322,7 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                        calibration_rps=0.0, handoff_under_load_us=handoff,
                        transport_under_load_us=transport)
     if calibration_rps > 0:
-        loaded_handoff, loaded_transport, costs, spread, forming = calibrate_stack(
+        loaded_handoff, loaded_transport, costs, spread, server = calibrate_stack(
             engine, policy, config, instances, calibration_rps)
         stack = replace(stack, calibration_rps=calibration_rps,
                         handoff_under_load_us=loaded_handoff,
@@ -324,13 +331,14 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                         device_under_load=loaded_device_curve(device, engine.bucket, costs),
                         device_spread=spread.device if config.spread else None,
                         host_spread=spread.host if config.spread else None,
-                        forming_under_load_us=forming)
+                        forming_under_load_us=server.forming_mean_us,
+                        gap_under_load_us=server.dispatch_gap_us)
     progress(f"serving stack: {stack}")
     sim = replace(base, num_instances=instances, overhead_us=stack.handoff_under_load_us,
                   transport_us=stack.transport_under_load_us,
                   host_curve=stack.host_under_load or base.host_curve,
                   device_spread=stack.device_spread, host_spread=stack.host_spread,
-                  seed=config.seed)
+                  gap_us=stack.gap_under_load_us if config.gap else (), seed=config.seed)
     runner = _Runner(engine, config, stack.device_under_load or device, sim, progress,
                      device if stack.device_under_load is not None else None)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
@@ -378,6 +386,8 @@ class _Runner:
         medians = (simulate(arrivals, self.device, policy,
                             replace(self.sim, device_spread=None, host_spread=None))
                    if spread else None)
+        no_gap = (simulate(arrivals, self.device, policy, replace(self.sim, gap_us=()))
+                  if self.sim.gap_us else None)
         mark = self.engine.mark()
         real = serve(self.engine, policy, OpenLoad(arrivals_us=tuple(arrivals.tolist())),
                      num_slots=self.engine.num_slots, num_instances=self.sim.num_instances)
@@ -386,6 +396,7 @@ class _Runner:
         return LoadPoint(label=label, offered_rps=rate_rps, concurrency=None, real=real,
                          simulated=simulated, under_load=self.engine.costs_since(mark),
                          simulated_device_alone=beside, simulated_medians=medians,
+                         simulated_no_gap=no_gap,
                          spread=self.engine.spread_since(mark, MIN_BATCHES_PER_SIZE))
 
     def closed_point(self, concurrency: int, policy: BatchPolicy) -> LoadPoint:

@@ -50,7 +50,13 @@ class StackCosts:
     """The calibration run's mean forming time per request (the batcher's ``forming_mean_us``:
     an instance free, the batch not yet dispatched); recorded, not simulated: on the H200 at
     80% load the real batcher's was 124-251 us, the simulator's 2-10 (2026-12-02), a gap between
-    batches no measured cost stands for yet (NaN: none run, or a record before it)."""
+    batches (NaN: none run, or a record before it). Contaminated by the policy's own waits and
+    the delay timer's lateness; ``gap_under_load_us`` is the gap itself."""
+    gap_under_load_us: tuple[float, ...] = ()
+    """The calibration run's gaps between batches (the batcher's ``dispatch_gap_us``: for each
+    batch due the moment its instance was free, how much later it was dispatched; at most 64
+    quantiles): what the simulator draws each batch's gap from (empty: none measured, or a
+    record before it)."""
 
 
 MIN_BATCHES_PER_SIZE = 3
