@@ -438,6 +438,16 @@ LATER = {
                                                         "times' spread; -17.3/-11.3% with "
                                                         "medians)"},
         "overhead": ""},
+    "06:26": {
+        "date": "2026-12-02",
+        "file": "h200_serving_0626.json",
+        "bound": {},
+        "simulator": {
+            ("bert-base", "float32", "80% of capacity"): "P99 -10.1% (the instance 99.8% busy "
+                                                         "in simulation; the real batches' "
+                                                         "device time 1.6% over the "
+                                                         "calibration's)"},
+        "overhead": ""},
 }
 
 
