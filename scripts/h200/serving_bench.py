@@ -161,6 +161,8 @@ def evidence(result: ServingComparison) -> dict[str, Any]:
                             "engine": {"batch_sizes": costs.batch_sizes,
                                        "lock_wait_us": costs.lock_wait_us,
                                        "sync_wait_us": costs.sync_wait_us,
+                                       "wake_us": costs.wake_us,
+                                       "num_clear_batches": costs.num_clear_batches,
                                        "mean_wall_us": costs.mean_wall_us,
                                        "median_wall_us": costs.median_wall_us,
                                        "wall_p90_us": costs.wall_p90_us,
@@ -180,7 +182,8 @@ def device_alone_errors(point: Any) -> dict[str, float]:
     real, out = point.real, {}
     for name, beside in (("device_alone", point.simulated_device_alone),
                          ("medians", point.simulated_medians),
-                         ("no_gap", point.simulated_no_gap)):
+                         ("no_gap", point.simulated_no_gap),
+                         ("no_wake", point.simulated_no_wake)):
         if beside is not None:
             out.update({f"{q}_pct_{name}": 100 * (getattr(beside, f"latency_{q}_us")
                                                   - getattr(real, f"latency_{q}_us"))

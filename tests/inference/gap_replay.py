@@ -42,9 +42,10 @@ def device_alone(result: dict[str, Any]) -> LatencyCurve:
         by_size[min(b for b in steps if b >= s)] for s in sizes))
 
 
-def options(result: dict[str, Any], *, spread: bool = True,
-            gap_us: tuple[float, ...] = ()) -> SimulationOptions:
-    """The simulator's options as the bench gave them for ``result`` (with ``gap_us``)."""
+def options(result: dict[str, Any], *, spread: bool = True, gap_us: tuple[float, ...] = (),
+            wake_us: tuple[tuple[int, float], ...] = ()) -> SimulationOptions:
+    """The simulator's options as the bench gave them for ``result`` (with ``gap_us`` and
+    ``wake_us``)."""
     stack = result["stack"]
     return SimulationOptions(
         num_instances=result["num_instances"], shared_device=True,
@@ -52,7 +53,8 @@ def options(result: dict[str, Any], *, spread: bool = True,
         transport_us=stack["transport_under_load_us"],
         host_curve=_curve(stack["host_under_load"]),
         device_spread=_spread(stack.get("device_spread")) if spread else None,
-        host_spread=_spread(stack.get("host_spread")) if spread else None, gap_us=gap_us)
+        host_spread=_spread(stack.get("host_spread")) if spread else None, gap_us=gap_us,
+        wake_us=wake_us)
 
 
 def policy_of(result: dict[str, Any]) -> BatchPolicy:
@@ -69,11 +71,13 @@ def device_of(result: dict[str, Any]) -> LatencyCurve:
 
 
 def replay(result: dict[str, Any], point: dict[str, Any], *, spread: bool = True,
-           gap_us: tuple[float, ...] = ()) -> BatchingMetrics:
-    """``point``'s simulation again (its arrivals, the bench's seed 0), with ``gap_us``."""
+           gap_us: tuple[float, ...] = (),
+           wake_us: tuple[tuple[int, float], ...] = ()) -> BatchingMetrics:
+    """``point``'s simulation again (its arrivals, the bench's seed 0), with ``gap_us`` and
+    ``wake_us``."""
     arrivals = poisson_arrivals(point["offered_rps"], point["real"]["num_requests"], seed=0)
     return simulate(arrivals, device_of(result), policy_of(result),
-                    options(result, spread=spread, gap_us=gap_us))
+                    options(result, spread=spread, gap_us=gap_us, wake_us=wake_us))
 
 
 def calibration_forming_us(result: dict[str, Any], gap_us: float, *,

@@ -9,6 +9,7 @@ import torch
 from aiprof.errors import InputError
 from aiprof.measure.inference.assembly import ASSEMBLIES, Assembler, byte_rows, check_assembly
 from aiprof.measure.inference.engine import ServingEngine
+from aiprof.measure.inference.stack_costs import loaded_wake_us
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
@@ -71,3 +72,14 @@ def test_the_engine_gives_each_batchs_times_over_its_sizes_median_for_the_simula
         assert np.median(found.factors[0]) == pytest.approx(1.0)
         assert list(found.factors[0]) == sorted(found.factors[0])
     assert engine.spread_since(engine.mark()).device is None  # nothing run since
+
+
+def test_the_engine_records_the_threads_lag_past_the_device_of_the_batches_with_a_clear_stream():
+    engine = ServingEngine(torch.nn.Identity(), torch.eye(6), max_batch=4)
+    for _ in range(5):
+        engine([(0, 1), (1, 2)])
+    costs = engine.costs_since()
+    assert costs.num_clear_batches == (5,)  # on the CPU no batch waits behind another's work
+    # the wait for the results holds the device time and what follows it: never less
+    assert 0 <= costs.wake_us[0] <= costs.sync_wait_us[0]
+    assert loaded_wake_us(costs) == ((2, costs.wake_us[0]),)

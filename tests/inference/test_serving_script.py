@@ -93,7 +93,14 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
             assert point["spread"]["device"]["batch_sizes"]
             assert point["simulated_no_gap"]["num_completed"] == point["simulated"][
                 "num_completed"]  # and the simulation without the gap beside it
+            if stack["wake_under_load_us"]:  # and without the lag past the device
+                assert point["simulated_no_wake"]["num_completed"] == point["simulated"][
+                    "num_completed"]
+        wake = stack["wake_under_load_us"]  # (size, us) of the calibration's clear batches
+        assert [b for b, _ in wake] == sorted({b for b, _ in wake})
         for point in result["open_loop"]:
             engine = run["evidence"][point["label"]]["engine"]
             assert len(engine["lock_wait_us"]) == len(engine["batch_sizes"])
+            assert len(engine["wake_us"]) == len(engine["num_clear_batches"]) == len(
+                engine["batch_sizes"])
             assert point["real"]["probes"]["series"]["max_latency_per_bin_us"]

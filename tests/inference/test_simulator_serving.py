@@ -131,3 +131,31 @@ def test_the_device_curve_under_load_scales_each_bucket_by_its_batches_back_to_b
 
 def _bucket(steps, size):
     return min(b for b in steps if b >= size)
+
+
+def test_the_lag_past_the_device_holds_the_instance_and_not_the_device():
+    # two full batches together: each instance is busy 150 us past its batch's device work,
+    # but the second batch starts on the device the moment the first leaves it
+    arrivals = [0.0] * (2 * B)
+    wake = ((B, 150.0),)
+    sim = SimulationOptions(num_instances=2, host_curve=_flat(200.0), shared_device=True,
+                            wake_us=wake)
+    metrics = simulate(arrivals, _flat(1000.0), BatchPolicy(max_batch_size=B), sim)
+    assert metrics.latency_p99_us == pytest.approx(2200.0 + 150.0)
+    assert metrics.latency_mean_us == pytest.approx((1350.0 + 2350.0) / 2)
+    # one instance: the lag is the batch's, so saturated throughput falls to B / (H + D + w)
+    one = SimulationOptions(host_curve=_flat(300.0), shared_device=True, wake_us=wake)
+    closed = simulate_closed_loop(4 * B, 4000, _flat(1000.0), BatchPolicy(max_batch_size=B), one)
+    assert closed.throughput_rps == pytest.approx(B / 1450e-6, rel=0.01)
+    assert one.batch_time_us(_flat(1000.0), B) == pytest.approx(1450.0)
+
+
+def test_the_lag_of_a_size_is_its_buckets_and_a_negative_one_comes_off_the_host_stage():
+    sim = SimulationOptions(wake_us=((2, -40.0), (8, 120.0)))
+    assert [sim.wake_at_us(b) for b in (1, 2, 3, 8, 16)] == [-40.0, -40.0, 120.0, 120.0, 120.0]
+    assert SimulationOptions().wake_at_us(4) == 0.0
+    for lag, expected in ((-4.0, 6.0 + 30.0), (-100.0, 30.0)):  # never before the device's end
+        lone = simulate_closed_loop(1, 20, _flat(30.0), BatchPolicy(max_batch_size=B),
+                                    SimulationOptions(host_curve=_flat(10.0), shared_device=True,
+                                                      wake_us=((B, lag),)))
+        assert lone.latency_p50_us == pytest.approx(expected)

@@ -70,11 +70,37 @@ class SimulationOptions:
     instance takes the next batch only this long later, each batch drawing one of these
     measured gaps (seeded apart from the spreads' draws). Empty: none (the next batch is
     taken the moment the instance is free)."""
+    wake_us: tuple[tuple[int, float], ...] = ()
+    """The serving thread's lag past a batch's device work, as (batch size, microseconds) by
+    increasing size: its wait for the batch's results minus the device time, as the batches
+    that found the stream clear paid it (waking from the blocking sync and taking the GIL back,
+    less the queueing of its work that ran beside the device, so it may be negative). The
+    instance is busy that long after the device is done, the device free (a negative lag
+    comes off the batch's host stage instead); a size takes the
+    value of the smallest listed size at or above it, past the largest the largest's. Empty:
+    none (the instance is free when the device is done)."""
+
+    def wake_at_us(self, batch_size: int) -> float:
+        """The lag past the device of a batch of ``batch_size`` (0 without ``wake_us``)."""
+        for size, lag in self.wake_us:
+            if size >= batch_size:
+                return lag
+        return self.wake_us[-1][1] if self.wake_us else 0.0
 
     def batch_time_us(self, curve: LatencyCurve, batch_size: int) -> float:
         """What a batch costs when nothing else is queued: host, device and overhead."""
         host = self.host_curve(batch_size) if self.host_curve is not None else 0.0
-        return host + curve(batch_size) + self.overhead_us
+        host, wake = _with_lag(host, self.wake_at_us(batch_size))
+        return host + curve(batch_size) + wake + self.overhead_us
+
+
+def _with_lag(host_us: float, wake_us: float) -> tuple[float, float]:
+    """(host stage, lag past the device) of a batch: a negative lag is queueing that ran beside
+    the device and was counted in the host stage, so it comes off the host stage (to 0 at
+    most); no batch is answered before its device work is done."""
+    if wake_us >= 0:
+        return host_us, wake_us
+    return max(0.0, host_us + wake_us), 0.0
 
 
 def simulate(
@@ -139,6 +165,7 @@ class _State:
         self.overhead_us = options.overhead_us
         self.transport_us = options.transport_us
         self.host_curve = options.host_curve
+        self.wake_at_us = options.wake_at_us
         self.shared_device = options.shared_device
         self.device_free_us = -INF
         self.last_done_us = -INF
@@ -199,11 +226,12 @@ class _State:
         device = self.curve(size)
         if self.device_spread is not None:
             device *= self.device_spread.draw(size, self.rng)
+        host, wake = _with_lag(host, self.wake_at_us(size))
         if not self.shared_device:
-            return host + device + self.overhead_us
+            return host + device + wake + self.overhead_us
         start = max(now + host, self.device_free_us)
         self.device_free_us = start + device
-        return self.device_free_us + self.overhead_us - now
+        return self.device_free_us + wake + self.overhead_us - now
 
 
 def simulate_closed_loop(

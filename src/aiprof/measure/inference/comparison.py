@@ -35,6 +35,7 @@ from aiprof.measure.inference.stack_costs import (
     StackCosts,
     loaded_device_curve,
     loaded_host_curve,
+    loaded_wake_us,
     stack_costs,
 )
 
@@ -81,6 +82,10 @@ class BenchConfig:
     gap: bool = True
     """Simulate the gap between batches the calibration run measured (``StackCosts.
     gap_under_load_us``); False: an instance takes its next batch the moment it is free."""
+    wake: bool = True
+    """Simulate the serving thread's lag past each batch's device work that the calibration
+    run measured (``StackCosts.wake_under_load_us``); False: the instance is free when the
+    device is done."""
     choose_preferred: bool = True
     """Let the simulator choose the preferred batch sizes with the instance count: none (Triton's
     default, the max batch) or half and all of it (the tuner's variant); False: none."""
@@ -138,6 +143,9 @@ class LoadPoint:
     simulated_no_gap: BatchingMetrics | None = None
     """Open loop: the simulation without the gap between batches (None: the simulation had no
     gap, or a record made before it)."""
+    simulated_no_wake: BatchingMetrics | None = None
+    """Open loop: the simulation without the thread's lag past the device (None: the simulation
+    had none, or a record made before it)."""
 
     @property
     def p50_error_pct(self) -> float:
@@ -332,13 +340,15 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                         device_spread=spread.device if config.spread else None,
                         host_spread=spread.host if config.spread else None,
                         forming_under_load_us=server.forming_mean_us,
-                        gap_under_load_us=server.dispatch_gap_us)
+                        gap_under_load_us=server.dispatch_gap_us,
+                        wake_under_load_us=loaded_wake_us(costs) if config.wake else ())
     progress(f"serving stack: {stack}")
     sim = replace(base, num_instances=instances, overhead_us=stack.handoff_under_load_us,
                   transport_us=stack.transport_under_load_us,
                   host_curve=stack.host_under_load or base.host_curve,
                   device_spread=stack.device_spread, host_spread=stack.host_spread,
-                  gap_us=stack.gap_under_load_us if config.gap else (), seed=config.seed)
+                  gap_us=stack.gap_under_load_us if config.gap else (),
+                  wake_us=stack.wake_under_load_us, seed=config.seed)
     runner = _Runner(engine, config, stack.device_under_load or device, sim, progress,
                      device if stack.device_under_load is not None else None)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
@@ -388,6 +398,8 @@ class _Runner:
                    if spread else None)
         no_gap = (simulate(arrivals, self.device, policy, replace(self.sim, gap_us=()))
                   if self.sim.gap_us else None)
+        no_wake = (simulate(arrivals, self.device, policy, replace(self.sim, wake_us=()))
+                   if self.sim.wake_us else None)
         mark = self.engine.mark()
         real = serve(self.engine, policy, OpenLoad(arrivals_us=tuple(arrivals.tolist())),
                      num_slots=self.engine.num_slots, num_instances=self.sim.num_instances)
@@ -396,7 +408,7 @@ class _Runner:
         return LoadPoint(label=label, offered_rps=rate_rps, concurrency=None, real=real,
                          simulated=simulated, under_load=self.engine.costs_since(mark),
                          simulated_device_alone=beside, simulated_medians=medians,
-                         simulated_no_gap=no_gap,
+                         simulated_no_gap=no_gap, simulated_no_wake=no_wake,
                          spread=self.engine.spread_since(mark, MIN_BATCHES_PER_SIZE))
 
     def closed_point(self, concurrency: int, policy: BatchPolicy) -> LoadPoint:

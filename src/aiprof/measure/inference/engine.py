@@ -74,6 +74,14 @@ class BatchCosts:
     medians, never sees one). Empty in records made before it."""
     device_p90_us: tuple[float, ...] = ()
     """The device time's 90th percentile per batch size (empty in older records)."""
+    wake_us: tuple[float, ...] = ()
+    """The wait for the results minus the device time, median over the batches that found the
+    stream clear (the batch before them done when they took the lock; NaN: none did): the
+    thread's lag past the device, its wake from the event and the GIL taken back, less its
+    queueing that ran beside the device (``SimulationOptions.wake_us``). Empty in older
+    records."""
+    num_clear_batches: tuple[int, ...] = ()
+    """How many batches of each size found the stream clear (``wake_us``'s sample)."""
 
 
 @dataclass
@@ -136,7 +144,9 @@ class ServingEngine:
         self._dev_in: Any = (torch.zeros((max_batch, *row), dtype=inputs.dtype,
                                          device=self.device) if self.cuda else None)
         self._graphs: dict[int, tuple[Any, Any]] = {}
-        self._records: list[tuple[int, float, float, float, float, float]] = []
+        self._records: list[tuple[int, float, float, float, float, float, float]] = []
+        self._last_end: Any = None
+        """The end event of the batch queued last on the stream (None: none yet)."""
         self.execution = "eager"
         self.capture_error = ""
         if self.cuda and cuda_graphs:
@@ -197,18 +207,21 @@ class ServingEngine:
             slots = [slot for _, slot in payloads]
             self._assembler.to_host(slots, buffers.host_in, buffers.host_rows)
             assembled = time.perf_counter_ns()
-            device_us, lock_ns, sync_ns = self._run(buffers, slots)
+            device_us, lock_ns, sync_ns, clear = self._run(buffers, slots)
             values: list[int] = buffers.host_out[:size].tolist()
             done = time.perf_counter_ns()
         finally:
             self._free.put(buffers)
         self._records.append((size, (assembled - begin) / 1e3, device_us, (done - begin) / 1e3,
-                              (lock_ns - assembled) / 1e3, (done - sync_ns) / 1e3))
+                              (lock_ns - assembled) / 1e3, (done - sync_ns) / 1e3,
+                              1.0 if clear else 0.0))
         return values
 
-    def _run(self, buffers: _Buffers, slots: list[int]) -> tuple[float, int, int]:
+    def _run(self, buffers: _Buffers, slots: list[int]) -> tuple[float, int, int, bool]:
         """Device work of one batch: its device time in microseconds, when the device lock was
-        taken and when the wait for the results began (``perf_counter_ns``)."""
+        taken and when the wait for the results began (``perf_counter_ns``), and whether the
+        stream was clear when it was queued (the batch before it done: its wait for the results
+        is then its device time and the thread's lag, no other batch's work)."""
         torch = self._torch
         padded = self.bucket(len(slots))
         with torch.inference_mode():
@@ -216,10 +229,11 @@ class ServingEngine:
                 with self._lock:
                     start = time.perf_counter_ns()
                     buffers.host_out[:padded].copy_(self._head(buffers.host_in[:padded]))
-                    return (time.perf_counter_ns() - start) / 1e3, start, start
+                    return (time.perf_counter_ns() - start) / 1e3, start, start, True
             assert self._stream is not None and self._dev_in is not None
             with self._lock, torch.cuda.stream(self._stream):  # one batch's work, in order
                 locked = time.perf_counter_ns()
+                clear = self._last_end is None or bool(self._last_end.query())
                 buffers.start.record(self._stream)
                 self._assembler.to_device(slots, buffers.host_in, self._dev_in, padded)
                 if self._graphs:
@@ -229,9 +243,11 @@ class ServingEngine:
                     out = self._head(self._dev_in[:padded])
                 buffers.host_out[:padded].copy_(out, non_blocking=True)
                 buffers.end.record(self._stream)
+                self._last_end = buffers.end
             waiting = time.perf_counter_ns()
             buffers.end.synchronize()  # asleep, the GIL released, while the stream works
-            return float(buffers.start.elapsed_time(buffers.end)) * 1e3, locked, waiting
+            return (float(buffers.start.elapsed_time(buffers.end)) * 1e3, locked, waiting,
+                    clear)
 
     def mark(self) -> int:
         """A position in the record of batches, for :meth:`costs_since`."""
@@ -241,7 +257,7 @@ class ServingEngine:
         """The batches run since ``mark``: each one's device time and host stage over its size's
         median, pooled by bucket (sizes run fewer than ``min_batches`` times left out: their
         median is no reference)."""
-        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 6)
+        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 7)
         device: dict[int, list[float]] = {}
         host: dict[int, list[float]] = {}
         for size in sorted({int(s) for s in rows[:, 0]}):
@@ -258,7 +274,7 @@ class ServingEngine:
 
     def costs_since(self, mark: int = 0) -> BatchCosts:
         """Median host, device and wall time per batch size of the batches run since ``mark``."""
-        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 6)
+        rows = np.asarray(self._records[mark:], dtype=np.float64).reshape(-1, 7)
         sizes = sorted({int(s) for s in rows[:, 0]})
         picked = [rows[rows[:, 0] == s] for s in sizes]
 
@@ -268,11 +284,16 @@ class ServingEngine:
         def p90(column: int) -> tuple[float, ...]:
             return tuple(float(np.percentile(p[:, column], 90)) for p in picked)
 
+        clear = [p[p[:, 6] > 0] for p in picked]
+
         return BatchCosts(
             batch_sizes=tuple(sizes), num_batches=tuple(len(p) for p in picked),
             host_us=medians(1), device_us=medians(2), wall_us=medians(3),
             lock_wait_us=medians(4), sync_wait_us=medians(5), wall_p90_us=p90(3),
             device_p90_us=p90(2),
+            wake_us=tuple(float(np.median(c[:, 5] - c[:, 2])) if len(c) else float("nan")
+                          for c in clear),
+            num_clear_batches=tuple(len(c) for c in clear),
             outside_device_us=tuple(float(np.median(p[:, 3] - p[:, 5])) for p in picked),
             mean_wall_us=(float(np.average(rows[:, 3], weights=rows[:, 0])) if rows.size
                           else float("nan")),

@@ -57,6 +57,10 @@ class StackCosts:
     batch due the moment its instance was free, how much later it was dispatched; at most 64
     quantiles): what the simulator draws each batch's gap from (empty: none measured, or a
     record before it)."""
+    wake_under_load_us: tuple[tuple[int, float], ...] = ()
+    """The calibration run's lag of the serving thread past a batch's device work, (batch
+    size, us) for the sizes it ran often enough with the stream clear (``loaded_wake_us``):
+    the simulator's ``wake_us`` (empty: none measured, or a record before it)."""
 
 
 MIN_BATCHES_PER_SIZE = 3
@@ -112,6 +116,18 @@ def loaded_device_curve(device: LatencyCurve, bucket: Callable[[int], int],
 
     return LatencyCurve(batch_sizes=device.batch_sizes, latency_us=tuple(
         t * ratio(b) for b, t in zip(device.batch_sizes, device.latency_us, strict=True)))
+
+
+def loaded_wake_us(loaded: BatchCosts) -> tuple[tuple[int, float], ...]:
+    """(batch size, the thread's lag past the device) of the calibration run's sizes with at
+    least ``MIN_BATCHES_PER_SIZE`` batches that found the stream clear (``BatchCosts.wake_us``):
+    on the H200 (2026-12-02, the 40% and 80% points of 03:34, 04:19 and 06:26 UTC, one
+    instance, sizes of 3 or more run 3 times or more) 49-196 us per batch for BERT-base FP32,
+    -81 to +45 us for ResNet-50 FP32, whose queueing of its larger copy in runs about as long
+    beside the device as the wake."""
+    return tuple((b, lag) for b, n, lag in zip(loaded.batch_sizes, loaded.num_clear_batches,
+                                               loaded.wake_us, strict=True)
+                 if n >= MIN_BATCHES_PER_SIZE and math.isfinite(lag))
 
 
 def stack_costs(run: ServedRun, engine_median_wall_us: float) -> tuple[float, float]:
