@@ -7,8 +7,9 @@ to be the device time (the CUDA events'); for a batch with the stream clear befo
 is the device time plus the thread's lag: waking from the blocking event, taking the GIL back,
 less the queueing of its own work that ran beside the device. BERT-base FP32 paid 49-196 us of it
 per batch of 3 or more (its sync wait over its device time at both test points of every run,
-sizes run 3 times or more), ResNet-50 FP32 (04:19, one instance) -81 to +45 us: on a one-instance server whose busy share is 99.8% (BERT's
-staircase: batches of 9-16 all about 11 ms) that is the miss of every run so far.
+sizes run 3 times or more), ResNet-50 FP32 (04:19, one instance) -81 to +45 us: on a
+one-instance server whose busy share is 99.8% (BERT's staircase: batches of 9-16 all about
+11 ms) that is the miss of every run so far.
 
 None of these runs recorded the lag of its calibration run (``StackCosts.wake_under_load_us``
 came after them); their open-loop points recorded each size's sync wait and device time. Each
