@@ -448,6 +448,16 @@ LATER = {
                                                          "device time 1.6% over the "
                                                          "calibration's)"},
         "overhead": ""},
+    "06:54": {
+        "date": "2026-12-02",
+        "file": "h200_serving_0654.json",
+        "bound": {("resnet50", "bfloat16"): "P99 11.30 ms at 80% load against a bound of 11.07 "
+                                            "ms"},
+        "simulator": {
+            ("resnet50", "bfloat16", "40% of capacity"): "P50/P99 -12.9/-40.5%: a stall, the "
+                                                         "load client 8.2 ms late at worst and "
+                                                         "the loop's longest iteration 3.1 ms"},
+        "overhead": ""},
 }
 
 
