@@ -458,6 +458,12 @@ LATER = {
                                                          "load client 8.2 ms late at worst and "
                                                          "the loop's longest iteration 3.1 ms"},
         "overhead": ""},
+    "07:02": {
+        "date": "2026-12-02",
+        "file": "h200_serving_0702.json",
+        "bound": {},
+        "simulator": {},
+        "overhead": ""},
 }
 
 
