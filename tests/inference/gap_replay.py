@@ -111,3 +111,10 @@ def calibration_gap_us(result: dict[str, Any], *, spread: bool = True) -> float:
         else:
             high = middle
     return (low + high) / 2
+
+
+def errors_pct(simulated, point):
+    """(P50, P99) error of a simulation against a recorded point's real latencies, in %."""
+    real = point["real"]
+    return tuple(100 * (getattr(simulated, q) - real[q]) / real[q]
+                 for q in ("latency_p50_us", "latency_p99_us"))

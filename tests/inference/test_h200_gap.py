@@ -21,7 +21,12 @@ import statistics
 from pathlib import Path
 
 import pytest
-from tests.inference.gap_replay import calibration_forming_us, calibration_gap_us, replay
+from tests.inference.gap_replay import (
+    calibration_forming_us,
+    calibration_gap_us,
+    errors_pct,
+    replay,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "inference"
 pytestmark = pytest.mark.slow  # about 6 s: 76 simulations of the recorded points
@@ -32,11 +37,6 @@ def _runs(name):
     document = json.loads((DATA / f"h200_serving_{name}.json").read_text())
     return {(r["model"], r["dtype"]): r["comparison"] for r in document["runs"]}
 
-
-def _errors(simulated, point):
-    real = point["real"]
-    return tuple(100 * (getattr(simulated, q) - real[q]) / real[q]
-                 for q in ("latency_p50_us", "latency_p99_us"))
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +53,9 @@ def replayed():
                 as_run = replay(result, point)
                 assert as_run.latency_p99_us == pytest.approx(  # the replay is the record's
                     point["simulated"]["latency_p99_us"])
-                out[name, *key, point["label"]] = (
-                    _errors(as_run, point), _errors(replay(result, point, gap_us=(gap,)), point))
+                with_gap = replay(result, point, gap_us=(gap,))
+                out[name, *key, point["label"]] = (errors_pct(as_run, point),
+                                                   errors_pct(with_gap, point))
     return fits, gap, out
 
 

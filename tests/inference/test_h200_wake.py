@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.inference.gap_replay import replay
+from tests.inference.gap_replay import errors_pct, replay
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "inference"
 pytestmark = pytest.mark.slow  # about 5 s: 48 simulations of the recorded points
@@ -45,11 +45,6 @@ def _lag(engine: dict) -> tuple[tuple[int, float], ...]:
                                                   engine["device_us"], engine["num_batches"],
                                                   strict=True) if n >= MIN_BATCHES)
 
-
-def _errors(simulated, point):
-    real = point["real"]
-    return tuple(100 * (getattr(simulated, q) - real[q]) / real[q]
-                 for q in ("latency_p50_us", "latency_p99_us"))
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +67,8 @@ def replayed():
                 if name == "0626":  # the replay is the record's
                     assert plain.latency_p99_us == pytest.approx(
                         point["simulated"]["latency_p99_us"])
-                out[key] = (_errors(plain, point),
-                            _errors(replay(result, point, gap_us=gaps, wake_us=lag), point))
+                out[key] = (errors_pct(plain, point),
+                            errors_pct(replay(result, point, gap_us=gaps, wake_us=lag), point))
     return out, lags
 
 
