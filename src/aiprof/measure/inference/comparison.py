@@ -341,14 +341,14 @@ def run_comparison(engine: ServingEngine, config: BenchConfig,
                         host_spread=spread.host if config.spread else None,
                         forming_under_load_us=server.forming_mean_us,
                         gap_under_load_us=server.dispatch_gap_us,
-                        wake_under_load_us=loaded_wake_us(costs) if config.wake else ())
+                        wake_under_load_us=loaded_wake_us(costs))
     progress(f"serving stack: {stack}")
     sim = replace(base, num_instances=instances, overhead_us=stack.handoff_under_load_us,
                   transport_us=stack.transport_under_load_us,
                   host_curve=stack.host_under_load or base.host_curve,
                   device_spread=stack.device_spread, host_spread=stack.host_spread,
                   gap_us=stack.gap_under_load_us if config.gap else (),
-                  wake_us=stack.wake_under_load_us, seed=config.seed)
+                  wake_us=stack.wake_under_load_us if config.wake else (), seed=config.seed)
     runner = _Runner(engine, config, stack.device_under_load or device, sim, progress,
                      device if stack.device_under_load is not None else None)
     open_points = tuple(runner.open_point(f"{pct:g}% of capacity", capacity * pct / 100, policy)
