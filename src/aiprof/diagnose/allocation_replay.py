@@ -173,6 +173,27 @@ def replayed(events: AllocationEvents, dropped: np.ndarray | None = None,
                          num_releases=replay.num_releases)
 
 
+@dataclass(frozen=True)
+class ReproducedAllocations:
+    """A trace's allocation events whose replay makes the trace's own new segments: the only
+    ones a model may replay with some of them removed."""
+
+    events: AllocationEvents
+    base: SegmentReplay
+    """The replay of every event, as recorded."""
+
+
+def reproduced_allocations(trace: Trace) -> ReproducedAllocations | None:
+    """The steps' allocation events and their replay (None: no events, no new segment, or a
+    replay that does not make the trace's own number of new segments)."""
+    events = allocation_events(trace)
+    if events is None or events.num_mallocs == 0:
+        return None
+    base = replayed(events)
+    return ReproducedAllocations(events, base) if base.num_mallocs == events.num_mallocs \
+        else None
+
+
 def scratch_inside(trace: Trace, events: AllocationEvents, op_rows: np.ndarray) -> np.ndarray:
     """Events of blocks allocated and freed inside one of the CPU ops ``op_rows``, on its
     thread (an op's scratch: a cuDNN workspace), allocation and free both: some op of the

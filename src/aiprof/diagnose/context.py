@@ -22,6 +22,7 @@ from aiprof.analysis.occupancy import OccupancyResult, occupancy_pass
 from aiprof.analysis.shapes import ShapesResult, misaligned_shapes
 from aiprof.analysis.sync import SyncPoints, sync_points
 from aiprof.analysis.tensor_cores import TensorCoreResult, tensor_core_usage
+from aiprof.diagnose.allocation_replay import ReproducedAllocations, reproduced_allocations
 from aiprof.diagnose.calibration import DEFAULT_OVERHEAD_US, Calibration, fit_overhead
 from aiprof.diagnose.profiler_cost import estimated_overhead_us
 from aiprof.diagnose.replay import (
@@ -167,6 +168,12 @@ class Context:
     @cached_property
     def allocator(self) -> AllocatorResult:
         return allocator_calls(self.trace)
+
+    @cached_property
+    def allocations(self) -> ReproducedAllocations | None:
+        """The steps' ``[memory]`` events and the caching allocator's replay of them, where it
+        makes the trace's own new segments (``allocation_replay``); read once for the rules."""
+        return reproduced_allocations(self.trace) if self.allocator.num_mallocs else None
 
     @cached_property
     @_releasing

@@ -25,7 +25,6 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.allocation_replay import (
     FREE_CALL,
-    allocation_events,
     next_launches,
     replayed,
     scratch_inside,
@@ -137,14 +136,9 @@ def without_scratch(ctx: Context, op_rows: np.ndarray) -> SegmentShift | None:
     """The allocator calls a step makes once the blocks allocated and freed inside the CPU ops
     ``op_rows`` are gone (None: no new segments in the trace, no such blocks, or a replay
     that does not reproduce the trace's own segments)."""
-    if ctx.allocator.num_mallocs == 0 or not len(op_rows):
+    if ctx.allocations is None or not len(op_rows):
         return None
-    events = allocation_events(ctx.trace)
-    if events is None or events.num_mallocs == 0:
-        return None
-    base = replayed(events)
-    if base.num_mallocs != events.num_mallocs:
-        return None
+    events, base = ctx.allocations.events, ctx.allocations.base
     scratch = scratch_inside(ctx.trace, events, op_rows)
     if not scratch.any():
         return None

@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from aiprof.analysis import intervals as iv
-from aiprof.diagnose.allocation_replay import allocation_events, replayed
+from aiprof.diagnose.allocation_replay import replayed
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change, covered_between
@@ -97,12 +97,9 @@ def replayed_mallocs(ctx: Context) -> dict[str, float]:
     says: new segments per step as the trace made them, and per steady step without
     ``empty_cache()`` (none where the churn is the emptied cache; some where shapes change).
     Empty without the events, or where the replay does not make the trace's own segments."""
-    if ctx.allocator.num_mallocs == 0:
+    if ctx.allocations is None:
         return {}
-    events = allocation_events(ctx.trace)
-    if events is None or events.num_mallocs == 0 or replayed(events).num_mallocs != \
-            events.num_mallocs:
-        return {}
+    events = ctx.allocations.events
     kept = replayed(events, releases=False).new_segment
     steps = ctx.trace.steps
     later = ctx.trace.memory.ts_us[events.rows] >= steps.cpu_start_us[min(1, len(steps) - 1)]

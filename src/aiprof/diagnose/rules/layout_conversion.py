@@ -32,11 +32,11 @@ def _segments(ctx: Context) -> SegmentShift | None:
 def change(ctx: Context) -> Change | None:
     """The conversion kernels removed, NCHW BatchNorm kernels at their NHWC time, and the
     allocator calls that the conversions' scratch blocks no longer spare or need."""
-    rows = ctx.layout.rows
-    if not len(rows):
-        return None
-    gpu = {**_batch_norm(ctx), **{int(r): 0.0 for r in rows}}
-    segments = _segments(ctx)
+    return _change(ctx, _segments(ctx)) if len(ctx.layout.rows) else None
+
+
+def _change(ctx: Context, segments: SegmentShift | None) -> Change:
+    gpu = {**_batch_norm(ctx), **{int(r): 0.0 for r in ctx.layout.rows}}
     if segments is None:
         return Change(gpu_dur_us=gpu)
     return Change(gpu_dur_us=gpu, removed_cpu=segments.removed_cpu,
@@ -60,16 +60,16 @@ def withheld(gain_ms: float, depthwise_ms: float) -> str:
 def find(ctx: Context) -> Finding | None:
     """NCHW<->NHWC conversions, transposes and permuted ``.contiguous()`` copies."""
     lay = ctx.layout
-    fix = change(ctx)
-    if fix is None:
+    if not len(lay.rows):
         return None
+    segments = _segments(ctx)
+    fix = _change(ctx, segments)
     gain = ctx.gain_pct(fix)
     batch_norm = _batch_norm(ctx)
     depthwise = aten_depthwise_rows(ctx.trace)
     depthwise_ms = per_step_ms(ctx, float(ctx.trace.gpu_ops.dur_us[depthwise].sum()))
     why = withheld(ctx.gain_ms_per_step(gain), depthwise_ms) if gain >= ctx.options.min_gain_pct \
         else ""
-    segments = _segments(ctx)
     return Finding(
         category="layout_conversion",
         title=f"{per_step_ms(ctx, lay.total_us)} ms per step in layout conversions",
