@@ -114,6 +114,9 @@ def test_the_real_server_takes_the_next_batch_before_the_answers_of_the_last_lea
         left = count - answered - size  # neither answered nor in this batch
         ahead.append(left - queued)  # taken already, for the next batch
         answered += size
-    # the first batch ran on the leader thread, before the rest was read; after it, every
-    # batch but the last found the next one taken (the path before: none did)
-    assert len(seen) == count and ahead[1:-1] == [1] * (count - 2) and ahead[-1] == 0
+    # the first batch ran on the leader thread, before the rest was read; the second may end
+    # before the loop has read the rest on a loaded machine (seen in CI once: its answers then
+    # found 18 queued, none taken); after it, every batch but the last found the next one
+    # taken (the path before: none did)
+    assert len(seen) == count and ahead[1] in (0, 1)
+    assert ahead[2:-1] == [1] * (count - 3) and ahead[-1] == 0
