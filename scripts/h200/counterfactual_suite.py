@@ -79,6 +79,9 @@ class Choice:
     host_waiting: bool
     """Measure compile also on steps that wait on host-side work."""
     traces: bool
+    timed_s: float = 0.0
+    """More rounds, up to ``max_rounds``, until a workload's rounds took this long."""
+    max_rounds: int = 0
 
 
 class Budget:
@@ -101,8 +104,11 @@ def skip_reason(fix: Fix, w: Workload, device: str, smoke: bool, budget: Budget,
     if only and fix.name not in only:
         return f"not measured: this run measured only {', '.join(sorted(only))}"
     if fix.name == "cuda_graph":
-        if w.not_capturable:
+        if w.not_capturable and not w.capturable_after:
             return f"not capturable: {w.not_capturable}"
+        if w.capturable_after and only and w.capturable_after not in only:
+            return (f"not measured: graphs are measured after {w.capturable_after}, which this "
+                    "run did not measure")
         if device != "cuda":
             return "no CUDA device: CUDA graphs are not measured"
     if fix.name == "compile":
@@ -126,6 +132,24 @@ def summarise(name: str, rounds_ms: list[float], base_rounds_ms: list[float]) ->
             "spread_pct": [round(min(per_round), 2), round(max(per_round), 2)]}
 
 
+def summarise_after(rounds_ms: list[float], reference_rounds_ms: list[float],
+                    base_rounds_ms: list[float], after: str) -> dict[str, Any]:
+    """A fix measured on another fix's variant (graphs once ``after`` is applied), in points of
+    the planted step: (that variant's step - it with the fix) / the planted step."""
+    base = statistics.median(base_rounds_ms)
+    reference, fixed = statistics.median(reference_rounds_ms), statistics.median(rounds_ms)
+    per_round = [100.0 * (r - f) / b
+                 for f, r, b in zip(rounds_ms, reference_rounds_ms, base_rounds_ms, strict=True)]
+    return {"after_fixing": after, "base_ms": round(base, 4),
+            "reference_ms": round(reference, 4), "fixed_ms": round(fixed, 4),
+            "gain_pct": round(100.0 * (reference - fixed) / base, 2),
+            "gain_of": f"points of the planted step: ({after} - {after} graphed) / planted",
+            "rounds": len(rounds_ms), "fixed_rounds_ms": [round(t, 4) for t in rounds_ms],
+            "reference_rounds_ms": [round(t, 4) for t in reference_rounds_ms],
+            "round_gain_pct": [round(g, 2) for g in per_round],
+            "spread_pct": [round(min(per_round), 2), round(max(per_round), 2)]}
+
+
 def build_fixes(w: Workload, device: str, smoke: bool, budget: Budget, choice: Choice
                 ) -> tuple[dict[str, tuple[Step, int]], dict[str, dict[str, Any]]]:
     """Every fix's variant (warmed up) and the rows of those not measured."""
@@ -142,7 +166,7 @@ def build_fixes(w: Workload, device: str, smoke: bool, budget: Budget, choice: C
                                  choice.host_waiting):
             row.update(skipped=reason, gain_pct=None)
             continue
-        knobs = turned(w.base, fix)
+        knobs = w.graph_knobs() if fix.name == "cuda_graph" else turned(w.base, fix)
         try:
             began = time.monotonic()
             step = protocol.build_variant(w.build, knobs, device, smoke)
@@ -164,9 +188,18 @@ def run_workload(w: Workload, device: str, smoke: bool, budget: Budget, traces: 
     protocol.warm(base, 3, device)
     fixes, rows = build_fixes(w, device, smoke, budget, choice)
     variants = {"base": (base, w.warmup(w.base)), **fixes}
-    times = protocol.interleaved(variants, rounds, measure, device, mean=w.alternates)
+    times = protocol.interleaved(variants, rounds, measure, device, mean=w.alternates,
+                                 timed_s=choice.timed_s, max_rounds=choice.max_rounds)
     for name in fixes:
-        rows[name].update(summarise(name, times[name], times["base"]))
+        if name == "cuda_graph" and w.capturable_after:
+            after = w.capturable_after
+            if after not in times:  # the variant it is measured on failed to build
+                rows[name].update(skipped=f"not measured: the {after} variant failed",
+                                  gain_pct=None)
+                continue
+            rows[name].update(summarise_after(times[name], times[after], times["base"], after))
+        else:
+            rows[name].update(summarise(name, times[name], times["base"]))
     capture_ms: list[float] = []
     capture_error = "not recorded: --no-traces"
     if choice.traces:
@@ -264,6 +297,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--compile-budget-s", type=float, default=100.0)
     parser.add_argument("--rounds", type=int, default=None,
                         help=f"interleaved rounds per workload (default {protocol.ROUNDS})")
+    parser.add_argument("--timed-s", type=float, default=protocol.TIMED_S,
+                        help="more rounds, up to --max-rounds, until a workload's rounds took "
+                        f"this long (default {protocol.TIMED_S}; 0: exactly --rounds)")
+    parser.add_argument("--max-rounds", type=int, default=protocol.MAX_ROUNDS)
     parser.add_argument("--tag", help="output names' suffix (default: part1, part2, all or "
                         "smoke; give one when re-running named workloads, not to overwrite)")
     parser.add_argument("--only", default="",
@@ -277,7 +314,8 @@ def main(argv: list[str]) -> int:
     only = frozenset(n for n in args.only.split(",") if n)
     if unknown := sorted(only - {f.name for f in FIXES}):
         raise SystemExit(f"unknown fixes {unknown}; known: {sorted(f.name for f in FIXES)}")
-    choice = Choice(only, args.compile_host_waiting, not args.no_traces)
+    choice = Choice(only, args.compile_host_waiting, not args.no_traces,
+                    0.0 if args.smoke else args.timed_s, args.max_rounds)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.smoke:  # on a shared CPU, intra-op threads oversubscribe it (20x slower steps)
         torch.set_num_threads(1)
@@ -297,6 +335,8 @@ def main(argv: list[str]) -> int:
         "recorded_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "method": protocol.__doc__.strip().replace("\n", " "),
         "only": sorted(only), "compile_host_waiting": choice.host_waiting,
+        "rounds_policy": {"min": rounds, "max": max(rounds, choice.max_rounds),
+                          "until_s": choice.timed_s},
         "fix_categories": {f.name: f.category for f in FIXES},
         "workloads": [],
     }

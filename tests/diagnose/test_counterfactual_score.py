@@ -17,6 +17,7 @@ from aiprof.evaluation.score import SuiteScore
 DATA = Path(__file__).parents[1] / "data" / "diagnose"
 COUNTERFACTUAL = DATA / "counterfactual"
 REPLICATE = DATA / "counterfactual_1202"
+THIRD = DATA / "counterfactual_third"
 """The suite's second recording (H200, 2026-12-02 05:30-05:40 UTC): every workload and fix
 again, traces and truths of one session, recorded after every model it checks."""
 
@@ -184,23 +185,28 @@ def test_counterfactual_suite_holds_its_floors() -> None:
     2026-12-01; the compile model's host and convolution costs, the NHWC BatchNorm model, and
     a CUDA graph ranked after the fix it needs first, and the fix twins' timed rounds pooled
     in, since; then the second recording's every fix pooled in, 2026-12-02, which took gain
-    from 35/48 to 30/47): a change that loses a hit, or adds a false positive, fails here,
-    apart from the acceptance below, which still fails."""
+    from 35/48 to 30/47; then the third recording's, with CUDA graphs timed once the sync
+    that kept three steps from being captured is removed, which took gain to 34/47, top-1 to
+    21/26 and false positives to 2: distilbert's graphs after its syncs, claimed 54.8%, and
+    resnet34's channels_last, claimed 15.9%, measured <= 5%): a change that loses a hit, or
+    adds a false positive, fails here, apart from the acceptance below, which still fails."""
     suite = counterfactual_score()
     assert len(suite.workloads) >= 24 and suite.gain_cases >= 47
-    assert (suite.top1_hits >= 21 and suite.gain_hits >= 30
-            and suite.false_positives == 0), (
+    assert (suite.top1_hits >= 21 and suite.gain_hits >= 34
+            and suite.false_positives <= 2), (
         suite.top1_hits, suite.gain_hits, suite.false_positives)
 
 
 @pytest.mark.parametrize(("folder", "pattern", "floors"), [
     (COUNTERFACTUAL, "labels-part*.json", (17, 26, 1)),
-    (REPLICATE, "labels*.json", (21, 26, 0))], ids=["first session", "second session"])
+    (REPLICATE, "labels*.json", (21, 26, 0)),
+    (THIRD, "labels*.json", (19, 25, 3))], ids=["first session", "second session", "third"])
 def test_each_recording_holds_its_floors_on_its_own_sessions_truths(
         folder: Path, pattern: str, floors: tuple[int, int, int]) -> None:
     """Each recording scored against the truths timed in the session that recorded it
-    (first: top-1 17/21, gain 26/41, 1 false positive; second: 21/22, 26/44, 0): what a model
-    change does to a recording none of the models was fitted to shows on the second."""
+    (first: top-1 17/21, gain 26/41, 1 false positive; second: 21/22, 26/44, 0; third, whose
+    host slowed launch-bound eager blocks up to 2.5x: 19/25, 25/47, 3): what a model change
+    does to recordings none of the models was fitted to shows on the second and third."""
     suite = suite_score(folder, pattern)
     top1, gain, false_positives = floors
     assert len(suite.workloads) == 26
@@ -219,6 +225,13 @@ def test_the_two_sessions_truths_agree_only_as_far_as_their_hosts() -> None:
                                 load_suite(REPLICATE))
     assert (agreement.second_hits, agreement.second_checks) == (28, 42)
     assert (agreement.first_hits, agreement.first_checks) == (29, 41)
+    third = load_suite(THIRD)
+    with_first = truth_agreement(load_suite(COUNTERFACTUAL, "labels-part*.json"), third)
+    assert (with_first.second_hits, with_first.second_checks) == (22, 43)
+    assert (with_first.first_hits, with_first.first_checks) == (25, 41)
+    with_second = truth_agreement(load_suite(REPLICATE), third)
+    assert (with_second.second_hits, with_second.second_checks) == (28, 45)
+    assert (with_second.first_hits, with_second.first_checks) == (29, 44)
 
 
 def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
@@ -247,8 +260,8 @@ def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
 @pytest.mark.xfail(strict=True, reason=(
     "parts 1 and 2 (26 workloads, H200, 2026-12-01), the nine noisiest re-run and pooled, "
     "compile measured on the 13 that had skipped it, the noisy 3-round fixes re-measured, "
-    "the second recording (2026-12-02) pooled: top-1 21/23 (91%), gain within ±30% 30/47 "
-    "(64%), 0 false positives; docs/diagnose.md lists every miss"))
+    "the second and third recordings (2026-12-02) pooled: top-1 21/26 (81%), gain within "
+    "±30% 34/47 (72%), 2 false positives; docs/diagnose.md lists every miss"))
 def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
     suite = counterfactual_score()
     assert suite.top1_pct >= 90.0 and suite.gain_pct >= 80.0 and suite.false_positives == 0, (

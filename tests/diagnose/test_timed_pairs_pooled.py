@@ -54,9 +54,17 @@ def test_a_round_gain_is_against_the_base_block_of_its_round() -> None:
 
 
 RECORDINGS = {"counterfactual_1202": ("labels-replicate-1202-part1.json",
-                                      "labels-replicate-1202-part2.json")}
+                                      "labels-replicate-1202-part2.json"),
+              "counterfactual_third": (
+                  "labels-replicate-third-part1.json", "labels-replicate-third-part2.json",
+                  "labels-graph-after-third.json",
+                  "labels-graph-after-third-deeplabv3_mnv3_mask_train.json",
+                  "labels-graph-after-third-rl_policy_item_sync.json",
+                  "labels-graph-after-third-unet_bn_nchw_empty_cache_train.json")}
 """Later recordings of the whole suite: each scored alone in its own folder, its every fix
-pooled into the first recording's truths."""
+pooled into the first recording's truths. The third session's ``graph-after`` files time
+CUDA graphs once the sync or ``empty_cache`` that kept a step from being captured is fixed,
+each workload in its own process (two of them failed with an illegal memory access)."""
 
 
 @pytest.mark.parametrize(("folder", "name"),
@@ -67,4 +75,4 @@ def test_a_later_recordings_truths_are_pooled_as_recorded(folder: str, name: str
     assert {p.name for p in (DATA / folder).glob("labels*.json")} == set(RECORDINGS[folder])
     recorded = json.loads((DATA / folder / name).read_text())
     assert json.loads((SUITE / name).read_text()) == truths_only(recorded)
-    assert all("traces" in row for row in recorded["workloads"])
+    assert all("traces" in row for row in recorded["workloads"] if "error" not in row)

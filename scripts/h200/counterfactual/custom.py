@@ -254,7 +254,8 @@ WORKLOADS = [
              "bf16 autocast, NCHW, torch.cuda.empty_cache() after every step",
              ("channels_last", "no_empty_cache"), Knobs(bf16=True),
              unet_bn_nchw_empty_cache_train, frozenset({"channels_last", "no_empty_cache"}),
-             not_capturable="empty_cache cannot run inside a graph capture"),
+             not_capturable="empty_cache cannot run inside a graph capture; without it, the "
+             "graphed step hit an illegal memory access on the H200 (2026-12-02)"),
     Workload("hand_attention_bf16_train", "custom", "train",
              "4-block decoder (d 512, 8 heads) training, batch 16x1024, bf16, attention written "
              "as softmax(QK^T)V with a causal mask", ("sdpa",), Knobs(bf16=True, sdpa=False),
@@ -263,7 +264,8 @@ WORKLOADS = [
              "Actor-critic: a 32-step rollout of 64 environments with a tiny policy, then an "
              "update; reward.mean().item() logged every environment step",
              ("sync_free",), Knobs(), rl_policy_item_sync, frozenset({"sync_free"}),
-             not_capturable=".item() synchronizes inside the step", compile_ok=False),
+             not_capturable=".item() synchronizes inside the step",
+             capturable_after="sync_free", compile_ok=False),
     Workload("rl_policy_rollout", "custom", "train",
              "Actor-critic: a 32-step rollout of 64 environments with a tiny policy, then an "
              "update, no logging: hundreds of tiny kernels", ("cuda_graph",), Knobs(),

@@ -1,8 +1,9 @@
 """How the suite measures: interleaved blocks without the profiler, then traces.
 
 Every variant (the planted base and each fix) is built and warmed up first (compilations,
-cuDNN autotuning, a loader's first batches). Then ``rounds`` rounds, each a block of the base
-and one block of every fix in turn; a block is ``warmup`` steps then ``measure`` steps, each
+cuDNN autotuning, a loader's first batches). Then ``rounds`` rounds (3, more for fast steps:
+``interleaved``), each a block of the base and one block of every fix, in an order rotated
+from round to round; a block is ``warmup`` steps then ``measure`` steps, each
 timed with CUDA events around it (host work such as a DataLoader is inside the events: the GPU
 reaches the end event only after the step's launches). A block's time is the median of its
 steps, or their mean where steps alternate (a starving loader: a median would hide the starved
@@ -26,6 +27,10 @@ from counterfactual.knobs import Ctx, Knobs, Step, set_tf32
 
 MEASURE = 6
 ROUNDS = 3
+"""The fewest rounds; fast steps get more (``interleaved``'s ``timed_s``)."""
+MAX_ROUNDS = 15
+TIMED_S = 4.0
+"""Rounds continue, up to ``MAX_ROUNDS``, until a workload's rounds took this long."""
 TRACE_ACTIVE = 2
 """Steps recorded by ``aiprof.profile``: two show the step's boundaries twice."""
 PLAIN_ACTIVE = 1
@@ -101,14 +106,26 @@ def warm(step: Step, steps: int, device: str) -> float:
 
 
 def interleaved(variants: dict[str, tuple[Step, int]], rounds: int, measure: int,
-                device: str, mean: bool) -> dict[str, list[float]]:
+                device: str, mean: bool, timed_s: float = 0.0,
+                max_rounds: int = 0) -> dict[str, list[float]]:
     """Each variant's block times (ms), one per round, blocks interleaved within a round;
-    ``variants`` maps a name to its step and its warm-up steps before each block."""
+    ``variants`` maps a name to its step and its warm-up steps before each block.
+
+    At least ``rounds`` rounds; then more, up to ``max_rounds``, while the rounds so far took
+    less than ``timed_s`` seconds: a fast step gets more rounds for the same wall time, so a
+    burst of host contention (seen to slow a launch-bound step's blocks 2.5x, 2026-12-02) moves
+    its median less. Round ``r`` starts at the ``r``-th variant (rotated order), so no variant
+    always runs first in a round."""
     out: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, (step, warmup) in variants.items():
+    names = list(variants)
+    began, done = time.monotonic(), 0
+    while done < rounds or (done < max_rounds and time.monotonic() - began < timed_s):
+        shift = done % len(names)
+        for name in names[shift:] + names[:shift]:
+            step, warmup = variants[name]
             times = block_ms(step, warmup, measure, device)
             out[name].append(statistics.fmean(times) if mean else statistics.median(times))
+        done += 1
     return out
 
 

@@ -44,6 +44,11 @@ class Workload:
     """Fixes beyond the generic ones this workload's builder applies."""
     not_capturable: str = ""
     """Why the whole step cannot be one CUDA graph (empty when it can)."""
+    capturable_after: str = ""
+    """The fix after which the step can be one CUDA graph (the sync or ``empty_cache`` a graph
+    cannot hold removed); empty where none can make it capturable. The ``cuda_graph`` fix is
+    then measured on that fix's variant, in points of the planted step: what graphs add once
+    it is applied, which is what a ``cpu_bound`` finding claims beside such a cause."""
     alternates: bool = False
     """Steps alternate (a loader's starved and fed steps): time block means, not medians."""
     compile_ok: bool = True
@@ -54,6 +59,17 @@ class Workload:
             assert name in FIX_BY_NAME, name
             assert self.applicability(FIX_BY_NAME[name]) == "", (self.name, name)
         assert not (self.not_capturable and "cuda_graph" in self.causes), self.name
+        if self.capturable_after:
+            assert self.not_capturable, self.name
+            assert self.applicability(FIX_BY_NAME[self.capturable_after]) == "", self.name
+
+    def graph_knobs(self) -> Knobs:
+        """The knobs of the ``cuda_graph`` variant: the base graphed, or, where the base is not
+        capturable, the ``capturable_after`` fix's variant graphed."""
+        knobs = self.base
+        if self.capturable_after:
+            knobs = turned(knobs, FIX_BY_NAME[self.capturable_after])
+        return turned(knobs, FIX_BY_NAME["cuda_graph"])
 
     def warmup(self, knobs: Knobs) -> int:
         """Steps before each timed block and before a trace: enough to drain what worker
