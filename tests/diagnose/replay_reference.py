@@ -40,6 +40,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     cpu, lat = timeline.start_us, timeline.latency_us
     calls, owns = (a.tolist() for a in call_times(timeline, change))
     ptr, idx = timeline.wait_ptr.tolist(), timeline.wait_idx.tolist()
+    gpu_from = timeline.start_us  # the backlog's end (added 2026-12-02)
     for k, (kind, stream, dur, sync_id, after, delay, gap) in enumerate(zip(
         timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
         timeline.sync_id.tolist(), timeline.after.tolist(), timeline.delay_us.tolist(),
@@ -82,7 +83,9 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
             cpu = max(cpu, stream_end[stream]) + owns[k]
         else:
             cpu += call
-    step = max(cpu + tail, max(stream_end)) - timeline.start_us
+        if k == timeline.num_queued - 1:
+            gpu_from = max(stream_end)
+    step = max(cpu + tail - timeline.start_us, max(stream_end) - gpu_from)
     # the host's work after the last launch: the streams idle until the step ends
     host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
                                                                     strict=True)]

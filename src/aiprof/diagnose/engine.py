@@ -222,9 +222,11 @@ def rank_findings(findings: list[Finding]) -> list[Finding]:
     Without prerequisites that is the order of the gains. Rank 1 is so the largest gain of a fix
     that applies to the step as recorded: a whole-step CUDA graph behind a sync, an
     ``empty_cache`` or a pageable copy cannot be captured until that is fixed (``cpu_bound``
-    counts only what graphs add then; rules/cpu_bound.py).
+    counts only what graphs add then; rules/cpu_bound.py). A finding whose fix a broader one
+    performs too, at a gain within ``SAME_GAIN_PCT`` of it, ranks before it
+    (``_narrower_first``).
     """
-    left = sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category))
+    left = _narrower_first(sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category)))
     present = {f.category for f in left}
     ranked: list[Finding] = []
     while left:
@@ -236,6 +238,28 @@ def rank_findings(findings: list[Finding]) -> list[Finding]:
         left.remove(pick)
         ranked.append(replace(pick, rank=len(ranked) + 1))
     return ranked
+
+
+SAME_GAIN_PCT = 1.0
+"""Gains this close (points of the step) are the same gain to the replay: the unchanged step's
+replay lands within about 1% of the measured step on the GPU-bound H200 suite workloads once
+the backlog queued before the steps is left out (docs/diagnose.md)."""
+
+
+def _narrower_first(ordered: list[Finding]) -> list[Finding]:
+    """``ordered`` (by gain) with a finding placed before a broader one that performs its fix
+    too (``Finding.includes``) and claims no more than ``SAME_GAIN_PCT`` above it: the
+    narrower fix (pad the shapes) is the one to make; the broader (torch.compile, which pads
+    them too) adds nothing the replay can tell apart."""
+    out = list(ordered)
+    for i in range(1, len(out)):
+        j = i
+        while j > 0 and (out[j].category in out[j - 1].includes
+                         and out[j - 1].estimated_gain_pct - out[j].estimated_gain_pct
+                         <= SAME_GAIN_PCT):
+            out[j - 1], out[j] = out[j], out[j - 1]
+            j -= 1
+    return out
 
 
 def _merge_ranks(findings: list[tuple[int, Finding]]) -> list[Finding]:

@@ -66,7 +66,7 @@ def _gpu_parts(ctx: Context, change: Change) -> tuple[float, float, list[dict[st
     shorter = _shorter_turnaround_us(tl, change)
     if not change.gpu_dur_us:
         return 0.0, shorter, []
-    events = np.flatnonzero(tl.gpu_row >= 0)
+    events = np.flatnonzero(_steps_ops(tl))
     rows = tl.gpu_row[events]
     new = np.array([change.gpu_dur_us.get(int(r), np.nan) for r in rows.tolist()])
     changed = ~np.isnan(new)
@@ -80,12 +80,19 @@ def _gpu_parts(ctx: Context, change: Change) -> tuple[float, float, list[dict[st
     return float(saved.sum()), turnaround, _top_ops(ctx, rows[changed], saved)
 
 
+def _steps_ops(tl: Timeline) -> np.ndarray:
+    """Mask of the timeline's events that are GPU ops of the steps: the ops queued before them
+    (the first ``num_queued``, ``GpuWindow.backlog``) are not the steps' work, and what a
+    change does to them is no part of the steps' gain."""
+    return (tl.gpu_row >= 0) & (np.arange(len(tl.kind)) >= tl.num_queued)
+
+
 def _shorter_turnaround_us(tl: Timeline, change: Change) -> float:
     """What a cap on the turnaround of queued ops (``Change.queued_gap_us``) can take out: the
     cut of every op's turnaround (an op that was not queued had none to cut)."""
     if change.queued_gap_us is None:
         return 0.0
-    ops = (tl.gpu_row >= 0) & (tl.gpu_dur_us > 0)
+    ops = _steps_ops(tl) & (tl.gpu_dur_us > 0)
     gaps = np.broadcast_to(tl.gap_us, len(tl.kind))[ops]
     return float(np.sum(np.maximum(gaps - change.queued_gap_us, 0.0)))
 

@@ -42,6 +42,10 @@ class Finding:
     """The categories whose fixes this one cannot be applied before (a CUDA graph cannot
     capture a sync, a steady-state cudaMalloc/cudaFree or a pageable copy): its gain is what
     it adds once they are fixed, and it ranks after them."""
+    includes: tuple[str, ...] = ()
+    """The categories whose fixes this one performs too (torch.compile pads misaligned GEMMs:
+    Inductor's pad_mm): where it gains no more than such a finding, that narrower finding
+    ranks first (``rank_findings``)."""
     withheld: str = ""
     """Why the rule cannot estimate this fix from the trace (its gain is then 0): the engine
     does not list the finding and gives this line as a note instead."""
@@ -90,6 +94,7 @@ class Diagnosis:
                     "estimated_gain_pct": round(f.estimated_gain_pct, 2),
                     "estimated_gain_ms_per_step": round(f.estimated_gain_ms_per_step, 3),
                     "needs_first": list(f.needs_first),
+                    "includes": list(f.includes),
                     "evidence": f.evidence,
                     "fix": f.fix,
                     "model": f.model,

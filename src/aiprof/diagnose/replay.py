@@ -81,7 +81,10 @@ class Timeline:
     """Per event: the turnaround before this op when it was already queued (by kind of op)."""
     num_streams: int
     measured_us: float
-    """Length of the step window the timeline covers."""
+    """The steps' period in the trace (``GpuWindow.window_us``)."""
+    num_queued: int = 0
+    """The first events are ops queued before the steps (``GpuWindow.backlog``): the GPU runs
+    them first, but the GPU's side of the step is measured from their end."""
     recorded_starts_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Sorted start times of the CPU-side events recorded inside the steps (CPU ops and
     runtime calls): each cost the profiler ``profiler_overhead_us``."""
@@ -271,14 +274,31 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     columns = (timeline.kind, streams, durations, timeline.sync_id, timeline.after,
                timeline.delay_us, queued_gaps(timeline, change), work, calls, owns)
     loop = _events_loop if _replay is None else _replay.run
+    scalars = (start_us, timeline.latency_us, launch_cap, call_scale, async_call)
+    gpu_from = _backlog_end_us(timeline, columns, loop, scalars, num_streams)
     cpu, num_ops, num_drained, sync_wait = loop(
         columns, timeline.wait_ptr, timeline.wait_idx, change.unblocked, stream_end, host_wait,
-        busy, (start_us, timeline.latency_us, launch_cap, call_scale, async_call))
-    step = max(cpu + tail, max(stream_end)) - start_us
+        busy, scalars)
+    step = max(cpu + tail - start_us, max(stream_end) - gpu_from)
     # the host's work after the last launch: the streams idle until the step ends
     host_wait = [w + max(cpu + tail - end, 0.0) for w, end in zip(host_wait, stream_end,
                                                                     strict=True)]
     return Replayed(step, tuple(host_wait), num_ops, num_drained, sync_wait, tuple(busy))
+
+
+def _backlog_end_us(timeline: Timeline, columns: tuple[np.ndarray, ...], loop: Any,
+                    scalars: tuple[float, float, float, float, float], num_streams: int) -> float:
+    """Where the GPU's side of the step begins: when the replayed backlog (the first
+    ``num_queued`` events, ops queued before the steps) ends, the same loop run on them
+    alone; the window's start without a backlog. The steps' period is then the later of
+    the CPU's time from the window's start and the GPU's from there (``GpuWindow``)."""
+    start_us, n = scalars[0], timeline.num_queued
+    if n == 0:
+        return start_us
+    ends = [start_us] * num_streams
+    loop(tuple(c[:n] for c in columns), timeline.wait_ptr[:n + 1], timeline.wait_idx,
+         frozenset(), ends, [0.0] * num_streams, [0.0] * num_streams, scalars)
+    return max(ends)
 
 
 def _events_loop(

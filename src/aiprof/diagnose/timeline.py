@@ -29,31 +29,37 @@ KERNEL, MEMCPY, MEMSET = 0, 1, 2
 def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) -> Timeline:
     """Launch events of the GPU ops in the steps plus sync points (``cudaFree`` included).
 
-    Ops already queued when the window opens (launched before the trace: no launch call) are
-    issued at the window's start, ahead of their stream's launched ops. The timeline is of the
-    trace as recorded (no profiler correction; ``Context`` sets it).
+    Ops already queued when the window opens (``GpuWindow.backlog``: launched before the steps
+    or before the trace) are issued at the window's start, ahead of every other event
+    (``num_queued``): the GPU is busy with them when the steps begin, but they are not the
+    steps' work (the replay measures the GPU's side of the step from their end). The timeline
+    is of the trace as recorded (no profiler correction; ``Context`` sets it).
     """
     win = gpu_window(trace)
     ops, rt = trace.gpu_ops, trace.runtime
     start = float(win.window[0][0]) if len(win.window[0]) else 0.0
     end = float(win.window[1][-1]) if len(win.window[1]) else 0.0
-    rows = np.concatenate([_backlog(trace, win.rows), win.rows[ops.launch_row[win.rows] >= 0]])
-    launched = ops.launch_row[rows] >= 0
+    at_start = np.concatenate([win.backlog, _unlinked(trace, win.rows)])
+    rows = np.concatenate([at_start, win.rows[ops.launch_row[win.rows] >= 0]])
+    launched = np.arange(len(rows)) >= len(at_start)
     issue_start = np.where(launched, gather(rt.ts_us, ops.launch_row[rows], start), start)
     issue_end = np.where(launched, gather(rt.end_us, ops.launch_row[rows], start), start)
     issue_id = np.where(launched, ops.launch_row[rows], -2 - rows)
     blocking = np.isin(rows, syncs.gpu_row[syncs.gpu_row >= 0])
     launch_kind = np.where(blocking, BLOCKING_LAUNCH, LAUNCH).astype(np.int64)
-    sync_calls = np.concatenate([syncs.call_row[syncs.gpu_row < 0], allocator.free_rows])
+    cpu_stop = min(float(trace.steps.cpu_end_us.max()), end) if len(trace.steps) else end
+    sync_calls = _in_steps(trace, np.concatenate([syncs.call_row[syncs.gpu_row < 0],
+                                                  allocator.free_rows]), cpu_stop)
     keys = ops.device[rows].astype(np.int64) * (1 << 32) + ops.stream[rows]
     unique_keys, stream = groups(keys)
     submitted = np.where(blocking, issue_start, issue_end)
     op_kind = _op_kind(trace, rows)
-    latency = _latency(trace, rows, submitted, blocking)
+    latency = _latency(trace, rows, submitted, blocking | ~launched)
     gaps = _gaps(trace, rows, submitted, op_kind)
     kind = np.concatenate([launch_kind, np.full(len(sync_calls), SYNC)])
     cpu_start = np.concatenate([issue_start, rt.ts_us[sync_calls]])
-    order = np.argsort(cpu_start, kind="stable")
+    order = np.argsort(np.where(np.arange(len(cpu_start)) < len(win.backlog), -np.inf,
+                                cpu_start), kind="stable")  # the backlog first
     kind, cpu_start = narrow(kind[order]), cpu_start[order]
     cpu_end = np.concatenate([issue_end, rt.end_us[sync_calls]])[order]
     gpu_row = narrow(np.concatenate([rows, np.full(len(sync_calls), -1)])[order])
@@ -87,11 +93,12 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
         sync_id=sync_id,
         start_us=start,
         end_us=end,
-        cpu_stop_us=min(float(trace.steps.cpu_end_us.max()), end) if len(trace.steps) else end,
+        cpu_stop_us=cpu_stop,
         latency_us=latency,
         gap_us=gap,
         num_streams=len(unique_keys),
         measured_us=win.window_us,
+        num_queued=len(win.backlog),
         recorded_starts_us=_recorded_starts(trace, win.window),
         launch_call_us=float(np.median(calls)) if len(calls) else 0.0,
     )
@@ -123,8 +130,16 @@ def _own_call_us(
     return np.where((kind == SYNC) | blocking, np.clip(own, 0.0, cpu_end - cpu_start), 0.0)
 
 
-def _backlog(trace: Trace, rows: np.ndarray) -> np.ndarray:
-    """Ops without a launch call that start before the first launched op of their stream."""
+def _in_steps(trace: Trace, calls: np.ndarray, cpu_stop_us: float) -> np.ndarray:
+    """The sync calls that start before the CPU's last step span ends. One after it (the drain
+    before the profiler stops) is no step's: it waits for the GPU's end, which the step already
+    lasts until, and with a backlog its wait would count the backlog in the CPU's side."""
+    return np.asarray(calls[trace.runtime.ts_us[calls] <= cpu_stop_us])
+
+
+def _unlinked(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Ops without a launch call that start before the first launched op of their stream (a
+    stream whose launches the trace does not link: all its ops); issued at the window's start."""
     ops = trace.gpu_ops
     unlaunched = rows[ops.launch_row[rows] < 0]
     if len(unlaunched) == 0:
@@ -146,14 +161,16 @@ def _op_kind(trace: Trace, rows: np.ndarray) -> np.ndarray:
                     np.where(rows < num_kernels + num_copies, MEMCPY, MEMSET)).astype(np.int64)
 
 
-def _latency(trace: Trace, rows: np.ndarray, submitted: np.ndarray, blocking: np.ndarray) -> float:
+def _latency(trace: Trace, rows: np.ndarray, submitted: np.ndarray,
+             not_sampled: np.ndarray) -> float:
     """Median submission-to-start of asynchronous launches made while their device was idle
     (every op of the trace on that device that started before had ended); a blocking copy's
-    call is no sample. Without any such launch: the smallest start - submission (an upper
-    bound on the latency), at most ``DEFAULT_LATENCY_US``."""
+    call, or an op issued at the window's start, is no sample (``not_sampled``). Without any
+    such launch: the smallest start - submission (an upper bound on the latency), at most
+    ``DEFAULT_LATENCY_US``."""
     ops = trace.gpu_ops
     starts = ops.ts_us[rows]
-    launched = (ops.launch_row[rows] >= 0) & ~blocking
+    launched = (ops.launch_row[rows] >= 0) & ~not_sampled
     idle = launched & (submitted > _reach_before(trace, rows))
     if idle.any():
         return float(np.median((starts - submitted)[idle]))

@@ -80,6 +80,7 @@ def find(ctx: Context) -> Finding | None:
             "measured on compiled H200 steps in units of the trace's own launch call"
         ),
         change=fix,
+        includes=("misaligned_shapes",),
     )
 
 
