@@ -20,6 +20,9 @@ REPLICATE = DATA / "counterfactual_1202"
 """The suite's second recording (H200, 2026-12-02 05:30-05:40 UTC): every workload and fix
 again, traces and truths of one session, recorded after every model it checks."""
 THIRD = DATA / "counterfactual_third"
+FOURTH = DATA / "counterfactual_fourth"
+"""The fourth recording (H200, 2026-12-02 17:13-17:30 UTC): truths only (no traces), every
+workload and fix timed with the rounds rotated and fast steps given up to 15 rounds."""
 
 
 def fix(category: str, gain: float | None, name: str = "") -> MeasuredFix:
@@ -187,14 +190,16 @@ def test_counterfactual_suite_holds_its_floors() -> None:
     in, since; then the second recording's every fix pooled in, 2026-12-02, which took gain
     from 35/48 to 30/47; then the third recording's, with CUDA graphs timed once the sync
     that kept three steps from being captured is removed, which took gain to 34/47, top-1 to
-    21/26 and false positives to 2; then the steps' GPU work counted without the backlog queued
-    before them, which took gain to 33/47 and false positives to 3: distilbert's graphs after
-    its syncs, claimed 54.8%, resnet34's channels_last, claimed 16.0%, and gpt2_vocab's graphs,
-    claimed 13.2%, measured <= 5%): a change that loses a hit, or adds a false positive, fails
-    here, apart from the acceptance below, which still fails."""
+    21/26 and false positives to 2; then the fourth recording's truths (rotated rounds, up to
+    15), which took gain to 31/47 and top-1 to 21/25 (resnet34's best fix fell under 15%), and
+    the steps' GPU work counted without the backlog queued before them, which took false
+    positives to 3: distilbert's graphs after its syncs, claimed 54.8%, resnet34's
+    torch.compile, claimed 24.4%, and gpt2_vocab's graphs, claimed 13.2%, measured <= 5%): a
+    change that loses a hit, or adds a false positive, fails here, apart from the acceptance
+    below, which still fails."""
     suite = counterfactual_score()
     assert len(suite.workloads) >= 24 and suite.gain_cases >= 47
-    assert (suite.top1_hits >= 21 and suite.gain_hits >= 33
+    assert (suite.top1_hits >= 21 and suite.gain_hits >= 31
             and suite.false_positives <= 3), (
         suite.top1_hits, suite.gain_hits, suite.false_positives)
 
@@ -241,6 +246,26 @@ def test_the_two_sessions_truths_agree_only_as_far_as_their_hosts() -> None:
     assert (with_second.first_hits, with_second.first_checks) == (29, 44)
 
 
+def test_the_fourth_sessions_rotated_rounds_agree_with_the_others_no_better_than_71_pct() -> None:
+    """The fourth recording (truths only, 2026-12-02 17:13-17:30 UTC) timed with the rounds
+    rotated and fast steps given up to 15: the others' gains taken as its estimates pass 27
+    of 40 (the first's), 30 of 42 (the second's) and 32 of 45 (the third's); its gains as
+    theirs, 28 of 41, 31 of 44 and 30 of 47. 64-71%: more rounds did not lift the ceiling
+    the host's changing speed puts on the gain check (docs/diagnose.md)."""
+    from aiprof.evaluation.labels import load_truths
+    from aiprof.evaluation.reproducibility import truth_agreement
+
+    fourth = load_truths(FOURTH)
+    assert len(fourth) == 26
+    expected = {"first": ((27, 40), (28, 41)), "second": ((30, 42), (31, 44)),
+                "third": ((32, 45), (30, 47))}
+    for name, other in [("first", load_suite(COUNTERFACTUAL, "labels-part*.json")),
+                        ("second", load_suite(REPLICATE)), ("third", load_suite(THIRD))]:
+        agreement = truth_agreement(other, fourth)
+        assert ((agreement.second_hits, agreement.second_checks),
+                (agreement.first_hits, agreement.first_checks)) == expected[name], name
+
+
 def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
     from aiprof.evaluation import LabelledWorkload
     from aiprof.evaluation.reproducibility import truth_agreement
@@ -267,8 +292,9 @@ def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
 @pytest.mark.xfail(strict=True, reason=(
     "parts 1 and 2 (26 workloads, H200, 2026-12-01), the nine noisiest re-run and pooled, "
     "compile measured on the 13 that had skipped it, the noisy 3-round fixes re-measured, "
-    "the second and third recordings (2026-12-02) pooled: top-1 21/26 (81%), gain within "
-    "±30% 33/47 (70%), 3 false positives; docs/diagnose.md lists every miss"))
+    "the second, third and fourth recordings (2026-12-02) pooled: top-1 21/25 (84%), gain "
+    "within ±30% 31/47 (66%), 3 false positives; the sessions' own truths agree with each "
+    "other in 51-71% of the gain checks; docs/diagnose.md lists every miss"))
 def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
     suite = counterfactual_score()
     assert suite.top1_pct >= 90.0 and suite.gain_pct >= 80.0 and suite.false_positives == 0, (

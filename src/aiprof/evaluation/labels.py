@@ -206,6 +206,17 @@ def merged(folder: Path) -> dict[str, Any]:
             "workloads": [pooled_row(same) for same in _rows_by_workload(docs).values()]}
 
 
+def load_truths(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
+    """Every measured workload of a suite folder, its fixes pooled as ``load_suite`` pools
+    them, whether or not its traces are there (a truths-only recording, ``--no-traces``): for
+    comparing sessions' truths (``reproducibility.truth_agreement``), not for scoring."""
+    rows = [pooled_row(same) for same in _rows_by_workload(_documents(folder, pattern)).values()]
+    return [LabelledWorkload(str(w["workload"]), str(w.get("description", "")),
+                             tuple(w.get("causes", ())), tuple(_fix(f) for f in w["fixes"]),
+                             folder / f"{w['workload']}.aiprof")
+            for w in rows if "error" not in w]
+
+
 def load_suite(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
     """Every labelled workload of a suite folder whose trace is present, once: where several
     files measured it (a re-run, ``labels-<tag>.json``), its traces are the first file's and
