@@ -61,13 +61,17 @@ RECORDINGS = {"counterfactual_1202": ("labels-replicate-1202-part1.json",
                   "labels-graph-after-third-deeplabv3_mnv3_mask_train.json",
                   "labels-graph-after-third-rl_policy_item_sync.json",
                   "labels-graph-after-third-unet_bn_nchw_empty_cache_train.json"),
-              "counterfactual_fourth": ("labels-fourth-compile.json", "labels-fourth-rest.json",
-                                        "labels-fourth-rotated.json")}
+              "counterfactual_fourth": (
+                  "labels-fourth-compile.json", "labels-fourth-rest.json",
+                  "labels-fourth-rotated.json",
+                  "labels-graph-after-fourth-efficientnet_b0_pageable_nchw_train.json",
+                  "labels-graph-after-fourth-resnet50_pageable_bf16_infer.json")}
 """Later recordings of the whole suite: each scored alone in its own folder, its every fix
 pooled into the first recording's truths. The third session's ``graph-after`` files time
 CUDA graphs once the sync or ``empty_cache`` that kept a step from being captured is fixed,
 each workload in its own process (two of them failed with an illegal memory access). The
-fourth recorded truths only (``--no-traces``), with the rounds rotated and up to 15 of them."""
+fourth recorded truths only (``--no-traces``), with the rounds rotated and up to 15 of them; its
+``graph-after`` files time graphs once the pageable copies are pinned and prefetched."""
 
 
 @pytest.mark.parametrize(("folder", "name"),

@@ -89,6 +89,10 @@ class HostFeed:
     Planted: the tensor lives in pageable memory and is copied synchronously when it is needed.
     Fixed (``pinned``): it lives in pinned memory and the next step's copy is issued on a side
     stream one step ahead, so the copy overlaps the current step's kernels.
+    Fixed and graphed (``pinned`` and ``cuda_graph``): a CUDA graph cannot hold a copy issued in
+    one replay and waited for in the next, so each step forks the side stream, copies the next
+    batch into a static device buffer there while the step computes on the current one, and
+    joins the side stream when the step ends (``join``): the same overlap inside one replay.
     """
 
     def __init__(self, ctx: Ctx, host: torch.Tensor) -> None:
@@ -96,6 +100,15 @@ class HostFeed:
         self.host = ctx.pin(host) if ctx.knobs.pinned else host
         self.stream = torch.cuda.Stream() if ctx.cuda and ctx.knobs.pinned else None
         self.ahead: torch.Tensor | None = None
+        self.graphed = self.stream is not None and ctx.knobs.cuda_graph
+        self.buffers = ((torch.empty_like(self.host, device=ctx.device),
+                         torch.empty_like(self.host, device=ctx.device))
+                        if self.graphed else None)
+
+    def join(self) -> None:
+        """The end of a graphed step: the main stream waits for the side stream's copy."""
+        if self.graphed and self.stream is not None:
+            torch.cuda.current_stream().wait_stream(self.stream)
 
     def _issue(self) -> torch.Tensor:
         assert self.stream is not None
@@ -105,6 +118,12 @@ class HostFeed:
     def next(self) -> torch.Tensor:
         if self.stream is None:
             return self.host.to(self.ctx.device)
+        if self.buffers is not None:  # graphed: fork, copy the next batch, compute on this one
+            current, ahead = self.buffers
+            self.stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.stream):
+                ahead.copy_(self.host, non_blocking=True)
+            return current
         if self.ahead is None:
             self.ahead = self._issue()
         torch.cuda.current_stream().wait_stream(self.stream)

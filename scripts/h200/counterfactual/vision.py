@@ -77,13 +77,14 @@ def fed_step(ctx: Ctx, model: nn.Module, host: torch.Tensor,
         if opt is None:
             with torch.no_grad(), ctx.autocast():
                 model(x)
-            return
-        assert loss_of is not None
-        with ctx.autocast():
-            loss = loss_of(model(x))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        else:
+            assert loss_of is not None
+            with ctx.autocast():
+                loss = loss_of(model(x))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        feed.join()
     return step
 
 
@@ -153,13 +154,15 @@ WORKLOADS = [
              "from pageable host memory every step", ("channels_last", "pinned_prefetch"),
              Knobs(bf16=True), efficientnet_b0_pageable_nchw_train,
              CONV | {"pinned_prefetch"},
-             not_capturable="a pageable host-to-device copy inside the step"),
+             not_capturable="a pageable host-to-device copy inside the step",
+             capturable_after="pinned_prefetch"),
     Workload("resnet50_pageable_bf16_infer", "torchvision", "infer",
              "ResNet-50 inference, batch 128 at 224, bf16, channels_last, the 77 MB batch copied "
              "from pageable host memory every step", ("pinned_prefetch",),
              Knobs(bf16=True, channels_last=True), resnet50_pageable_bf16_infer,
              CONV | {"pinned_prefetch"},
-             not_capturable="a pageable host-to-device copy inside the step"),
+             not_capturable="a pageable host-to-device copy inside the step",
+             capturable_after="pinned_prefetch"),
     Workload("fcn_resnet50_fp32_infer", "torchvision", "infer",
              "FCN-ResNet50 segmentation inference, batch 8 at 256, FP32 with TF32 off",
              ("tf32",), Knobs(tf32="off"), fcn_resnet50_fp32_infer, CONV),
