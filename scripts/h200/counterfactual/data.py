@@ -100,14 +100,15 @@ class HostFeed:
         self.host = ctx.pin(host) if ctx.knobs.pinned else host
         self.stream = torch.cuda.Stream() if ctx.cuda and ctx.knobs.pinned else None
         self.ahead: torch.Tensor | None = None
-        self.graphed = self.stream is not None and ctx.knobs.cuda_graph
+        # graphed: the static buffers a step computes on and copies the next batch into (never
+        # swapped: a replay's timing, not its data, is what the suite measures)
         self.buffers = ((torch.empty_like(self.host, device=ctx.device),
                          torch.empty_like(self.host, device=ctx.device))
-                        if self.graphed else None)
+                        if self.stream is not None and ctx.knobs.cuda_graph else None)
 
     def join(self) -> None:
         """The end of a graphed step: the main stream waits for the side stream's copy."""
-        if self.graphed and self.stream is not None:
+        if self.buffers is not None and self.stream is not None:
             torch.cuda.current_stream().wait_stream(self.stream)
 
     def _issue(self) -> torch.Tensor:

@@ -40,8 +40,6 @@ class GpuWindow:
     num_steps: int
     backlog: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Rows of the ops queued before the steps that started inside the window, in start order."""
-    backlog_end_us: float = -np.inf
-    """When the last backlog op ended (-inf: no backlog)."""
 
     @property
     def step_us(self) -> float:
@@ -60,7 +58,7 @@ def gpu_window(trace: Trace) -> GpuWindow:
     backlog = rows[queued]
     backlog_end = float(ops.end_us[backlog].max()) if len(backlog) else -np.inf
     length_us = iv.length(window) - _backlog_only_us(trace, window, backlog_end)
-    return GpuWindow(rows[~queued], window, length_us, len(trace.steps), backlog, backlog_end)
+    return GpuWindow(rows[~queued], window, length_us, len(trace.steps), backlog)
 
 
 def _queued_before(trace: Trace, rows: np.ndarray) -> np.ndarray:

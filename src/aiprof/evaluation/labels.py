@@ -210,11 +210,15 @@ def load_truths(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
     """Every measured workload of a suite folder, its fixes pooled as ``load_suite`` pools
     them, whether or not its traces are there (a truths-only recording, ``--no-traces``): for
     comparing sessions' truths (``reproducibility.truth_agreement``), not for scoring."""
-    rows = [pooled_row(same) for same in _rows_by_workload(_documents(folder, pattern)).values()]
     return [LabelledWorkload(str(w["workload"]), str(w.get("description", "")),
                              tuple(w.get("causes", ())), tuple(_fix(f) for f in w["fixes"]),
                              folder / f"{w['workload']}.aiprof")
-            for w in rows if "error" not in w]
+            for w in _pooled_rows(folder, pattern) if "error" not in w]
+
+
+def _pooled_rows(folder: Path, pattern: str) -> list[dict[str, Any]]:
+    """Each workload's row of the folder's labels files, its fixes pooled (``pooled_row``)."""
+    return [pooled_row(same) for same in _rows_by_workload(_documents(folder, pattern)).values()]
 
 
 def load_suite(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
@@ -222,6 +226,5 @@ def load_suite(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
     files measured it (a re-run, ``labels-<tag>.json``), its traces are the first file's and
     its fixes pooled (``pooled_row``). ``pattern`` picks the files: ``labels-part*.json``
     reads one session alone, its traces and the truths timed beside them."""
-    rows = [pooled_row(same) for same in _rows_by_workload(_documents(folder, pattern)).values()]
-    workloads = _from_suite({"workloads": rows}, folder)
+    workloads = _from_suite({"workloads": _pooled_rows(folder, pattern)}, folder)
     return [w for w in workloads if w.trace.exists()]
