@@ -137,9 +137,11 @@ def rl_policy(ctx: Ctx, log_rewards: bool) -> Step:
     moves = torch.randn(actions, obs_dim, device=ctx.device) * 0.1
     state = torch.zeros(envs, obs_dim, device=ctx.device)
     logged: list[float] = []
+    kept: list[torch.Tensor] = []
 
     def step() -> None:
         obs, logps, values, rewards = state.clone(), [], [], []
+        kept.clear()
         for _ in range(horizon):
             with ctx.autocast():
                 logits, value = model(obs)
@@ -153,6 +155,8 @@ def rl_policy(ctx: Ctx, log_rewards: bool) -> Step:
             rewards.append(reward)
             if log_rewards and not ctx.knobs.sync_free:
                 logged.append(reward.mean().item())  # per-env-step logging: a sync each
+            elif log_rewards and ctx.knobs.reads_kept:
+                kept.append(reward.mean())  # the logged value, kept on the GPU
         returns = torch.stack(rewards).flip(0).cumsum(0).flip(0)
         advantage = returns - torch.stack(values).detach()
         critic = (torch.stack(values) - returns).square().mean()

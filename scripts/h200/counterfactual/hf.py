@@ -59,17 +59,24 @@ def distilbert_sync_train(ctx: Ctx) -> Step:
     opt = ctx.adamw(model.parameters())
     x, y = ids(ctx, batch, seq, config.vocab_size), torch.randint(0, 3, (batch,), device=ctx.device)
     norms: dict[str, float] = {}
+    kept: dict[str, torch.Tensor] = {}
 
     def step() -> None:
         with ctx.autocast():
             loss = model(input_ids=x, labels=y).loss
         if not ctx.knobs.sync_free and torch.isnan(loss):  # a NaN guard: one sync
             raise FloatingPointError("loss is NaN")
+        if ctx.knobs.sync_free and ctx.knobs.reads_kept:
+            kept["nan"] = torch.isnan(loss)  # the guard's value, kept on the GPU
         loss.backward()
         if not ctx.knobs.sync_free:  # per-parameter gradient norms logged: one sync each
             for name, p in model.named_parameters():
                 if p.grad is not None:
                     norms[name] = p.grad.norm().item()
+        elif ctx.knobs.reads_kept:
+            for name, p in model.named_parameters():
+                if p.grad is not None:
+                    kept[name] = p.grad.norm()
         opt.step()
         opt.zero_grad(set_to_none=True)
     return step

@@ -47,6 +47,11 @@ class Knobs:
     """Host tensors pinned and copied with ``non_blocking=True``, the next one prefetched."""
     sync_free: bool = False
     """No ``.item()``, boolean-mask indexing or ``isnan`` test inside the step."""
+    reads_kept: bool = False
+    """A twin's knob, which no fix sets: with ``sync_free``, the values the reads took are
+    still computed and kept on the GPU (the reduction of ``x.mean().item()`` stays, the read
+    goes), so the read's own cost and its inputs' are timed apart
+    (``scripts/h200/read_feeders_twins.py``)."""
     no_empty_cache: bool = False
     """No ``torch.cuda.empty_cache()`` inside the step."""
     compile: bool = False
