@@ -22,12 +22,14 @@ SOURCES = {
     "compiled_fifth/compiled_steps.json": "labels-compiled-fifth.json",
     "compiled_sixth/compiled_steps.json": "labels-compiled-sixth.json",
     "fix_twins_0311/fix_twins.json": "labels-twins-0311.json",
+    "read_feeders_twins/read_feeders_twins.json": "labels-twins-2033.json",
 }
 
 
 def test_every_timed_file_is_pooled() -> None:
     recorded = {str(p.relative_to(DATA)) for p in DATA.glob("*/fix_twins.json")}
     recorded |= {str(p.relative_to(DATA)) for p in DATA.glob("*/compiled_steps.json")}
+    recorded |= {str(p.relative_to(DATA)) for p in DATA.glob("*/read_feeders_twins.json")}
     assert recorded == set(SOURCES)
     assert {p.name for p in SUITE.glob("labels-twins-*.json")} | {
         p.name for p in SUITE.glob("labels-compiled-*.json")} == set(SOURCES.values())

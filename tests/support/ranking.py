@@ -8,16 +8,11 @@ from aiprof.diagnose.engine import SAME_GAIN_PCT
 
 
 def assert_ranked(findings: list[dict[str, Any]]) -> None:
-    """Ranks 1..n, each the largest estimated gain among the findings left whose
-    ``needs_first`` categories (those present) rank above it: without prerequisites, the
-    order of the gains."""
+    """Ranks 1..n, each the largest estimated gain among the findings left (a fix that needs
+    another first ranks by its own gain: its label names the other)."""
     assert [f["rank"] for f in findings] == list(range(1, len(findings) + 1))
-    present = {f["category"] for f in findings}
     for i, f in enumerate(findings):
-        above = {g["category"] for g in findings[:i]}
-        open_ = [g for g in findings[i:]
-                 if all(c in above or c not in present for c in g["needs_first"])]
-        assert f in open_, (f["category"], f["needs_first"])
+        open_ = findings[i:]
         # a broader fix that performs this one too, within SAME_GAIN_PCT of it, ranks after it
         rivals = [g for g in open_ if not (f["category"] in g.get("includes", ()) and
                                            g["estimated_gain_pct"] - f["estimated_gain_pct"]

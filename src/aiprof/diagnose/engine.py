@@ -216,28 +216,20 @@ def _across_ranks(ranks: list[RankDiagnosis], alignment: str, notes: list[str]) 
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
-    """Ranks 1..n: each the largest estimated gain (equal gains by category) among the findings
-    left whose ``needs_first`` categories, those present, rank above it.
-
-    Without prerequisites that is the order of the gains. Rank 1 is so the largest gain of a fix
-    that applies to the step as recorded: a whole-step CUDA graph behind a sync, an
-    ``empty_cache`` or a pageable copy cannot be captured until that is fixed (``cpu_bound``
-    counts only what graphs add then; rules/cpu_bound.py). A finding whose fix a broader one
-    performs too, at a gain within ``SAME_GAIN_PCT`` of it, ranks before it
+    """Ranks 1..n by estimated gain (equal gains by category); a finding whose fix a broader
+    one performs too, at a gain within ``SAME_GAIN_PCT`` of it, ranks before it
     (``_narrower_first``).
+
+    A fix that needs another first (``needs_first``: a whole-step CUDA graph behind a sync,
+    an ``empty_cache`` or a pageable copy) ranks by its own gain, which counts what it adds
+    once the other is made (rules/cpu_bound.py); its label and the verdict name the fix to
+    make first. Rank 1 is so the largest gain of the fixes, as the suite's truths measure
+    them: a graph is timed on the step with its prerequisite fixed (docs/diagnose.md,
+    "Ranking by gain again").
     """
-    left = _narrower_first(sorted(findings, key=lambda f: (-f.estimated_gain_pct, f.category)))
-    present = {f.category for f in left}
-    ranked: list[Finding] = []
-    while left:
-        done = {f.category for f in ranked}
-        pick = next((f for f in left
-                     if all(c in done or c not in present or c == f.category
-                            for c in f.needs_first)),
-                    left[0])  # a cycle of prerequisites: by gain
-        left.remove(pick)
-        ranked.append(replace(pick, rank=len(ranked) + 1))
-    return ranked
+    ordered = _narrower_first(sorted(findings, key=lambda f: (-f.estimated_gain_pct,
+                                                              f.category)))
+    return [replace(f, rank=i + 1) for i, f in enumerate(ordered)]
 
 
 SAME_GAIN_PCT = 1.0

@@ -92,9 +92,14 @@ def _timed_fix(name: str, category: str, gain_pct: float, base_rounds_ms: list[f
             "base_rounds_ms": list(base_rounds_ms), "fixed_rounds_ms": list(fixed_rounds_ms)}
 
 
+TIMED_THEN_TRACED = (": the base and the fixed variant timed interleaved in the suite's "
+                     "protocol, then traced apart")
+
+
 def timed_pairs_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dict[str, Any]:
-    """What ``scripts/h200/fix_twins.py`` (``pairs``: a workload's base and one fix) or
-    ``scripts/h200/compiled_steps.py`` (``workloads``: the base and its ``compile`` fix) timed,
+    """What ``scripts/h200/fix_twins.py`` (``pairs``: a workload's base and one fix),
+    ``scripts/h200/compiled_steps.py`` (``workloads``: the base and its ``compile`` fix) or
+    ``scripts/h200/read_feeders_twins.py`` (``workloads``: the base and variants, by name) timed,
     in the suite's protocol (interleaved rounds without the profiler), as suite rows, so that
     ``pooled_row`` pools each round's paired gain with the suite's own rounds of that fix.
     ``categories``: fix name to category (the suite's ``fix_categories``). The rows carry no
@@ -102,10 +107,15 @@ def timed_pairs_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dic
     rows: dict[str, dict[str, Any]] = {}
     if "pairs" in doc:
         timed = [(str(p["workload"]), str(p["fix"]), p) for p in doc["pairs"]]
-        method = "fix twins (scripts/h200/fix_twins.py)"
-    else:
+        method = "fix twins (scripts/h200/fix_twins.py)" + TIMED_THEN_TRACED
+    elif all("compile_rounds_ms" in w or "error" in w for w in doc["workloads"]):
         timed = [(str(w["workload"]), "compile", w) for w in doc["workloads"]]
-        method = "compiled steps (scripts/h200/compiled_steps.py)"
+        method = "compiled steps (scripts/h200/compiled_steps.py)" + TIMED_THEN_TRACED
+    else:  # variants timed together; those that are no suite fix (reads_only) stay out
+        timed = [(str(w["workload"]), name, w) for w in doc["workloads"]
+                 for name in w["rounds_ms"] if name in categories]
+        method = ("read twins (scripts/h200/read_feeders_twins.py): the base and its variants "
+                  "timed interleaved in the suite's protocol, then the base recorded")
     for workload, fix, found in timed:
         if "error" in found or found.get("gain_pct") is None:
             continue
@@ -113,11 +123,12 @@ def timed_pairs_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dic
             base, fixed = found["rounds_ms"]["base"], found["rounds_ms"][fix]
         else:
             base, fixed = found["base_rounds_ms"], found["compile_rounds_ms"]
+        gain = found["gain_pct"]
         row = rows.setdefault(workload, {"workload": workload, "fixes": []})
-        row["fixes"].append(_timed_fix(fix, categories[fix], found["gain_pct"], base, fixed))
+        row["fixes"].append(_timed_fix(fix, categories[fix],
+                                       gain[fix] if isinstance(gain, dict) else gain, base, fixed))
     return {"device": doc.get("device"), "torch": doc.get("torch"),
-            "method": method + ": the base and the fixed variant timed interleaved in the "
-                      "suite's protocol, then traced apart",
+            "method": method,
             "fix_categories": categories, "workloads": list(rows.values())}
 
 

@@ -27,8 +27,8 @@ def render_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
     if diagnosis.profiler:
         console.print(text(profiler_line(diagnosis.profiler)))
     if diagnosis.findings:
-        table = Table(title="Findings (ranked by estimated gain; a fix that needs another "
-                            "first after it)")
+        table = Table(title="Findings (ranked by estimated gain; \"after X\": make X's fix "
+                            "first)")
         for column in ("#", "category", "severity", "gain %", "ms/step", "finding"):
             table.add_column(column, justify="right" if column in _NUMERIC else "left")
         for f in diagnosis.findings:

@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from aiprof.analysis import intervals as iv
+from aiprof.analysis.read_feeders import read_feeders
 from aiprof.analysis.sync import scalar_reads
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
@@ -14,6 +15,7 @@ from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.h2d_transfer import blocking_h2d_rows, copy_syncs
 from aiprof.diagnose.sync_sites import sync_callers
+from aiprof.trace import Trace
 
 
 def chosen_syncs(ctx: Context) -> np.ndarray:
@@ -38,7 +40,8 @@ def sync_op_spans(ctx: Context) -> iv.Intervals:
 
 def change(ctx: Context) -> Change | None:
     """The syncs stop making the CPU wait; a scalar read (``.item()``) goes altogether, its
-    CPU time and its device-to-host copy: the fix keeps the value on the GPU."""
+    CPU time and its device-to-host copy, and so do the ops that only fed it (the reduction
+    of ``x.mean().item()``, with their kernels): the fix keeps the value on the GPU."""
     chosen = chosen_syncs(ctx)
     if len(chosen) == 0:
         return None
@@ -46,11 +49,27 @@ def change(ctx: Context) -> Change | None:
     at_us = syncs.cpu_start_us[chosen]
     reads = scalar_reads(ctx.trace, at_us)
     copies = syncs.gpu_row[chosen][(syncs.gpu_row[chosen] >= 0) & iv.contains(reads, at_us)]
+    fed = feeder_spans(ctx.trace, read_feeders(ctx.trace, reads))
+    kernels = launched_in(ctx.trace, fed)
     return Change(
         unblocked=frozenset(syncs.call_row[chosen].tolist()),
-        removed_cpu=reads,
-        gpu_dur_us={int(row): 0.0 for row in copies.tolist()},
+        removed_cpu=iv.union_all(reads, fed),
+        gpu_dur_us={int(row): 0.0 for row in np.concatenate([copies, kernels]).tolist()},
     )
+
+
+def feeder_spans(trace: Trace, rows: np.ndarray) -> iv.Intervals:
+    """CPU spans of the ``cpu_ops`` rows (the ops that fed the reads)."""
+    ops = trace.cpu_ops
+    return iv.union(ops.ts_us[rows], ops.end_us[rows])
+
+
+def launched_in(trace: Trace, spans: iv.Intervals) -> np.ndarray:
+    """Rows in ``trace.gpu_ops`` launched by a runtime call inside ``spans``."""
+    launch = trace.gpu_ops.launch_row
+    known = np.flatnonzero(launch >= 0)
+    inside: np.ndarray = known[iv.contains(spans, trace.runtime.ts_us[launch[known]])]
+    return inside
 
 
 def find(ctx: Context) -> Finding | None:
@@ -63,6 +82,8 @@ def find(ctx: Context) -> Finding | None:
     sites = Counter(syncs.site[i] for i in chosen).most_common(ctx.options.max_items)
     kinds = Counter(syncs.kind[i] for i in chosen).most_common(ctx.options.max_items)
     blocked = float(np.sum(syncs.cpu_end_us[chosen] - syncs.cpu_start_us[chosen]))
+    fed = read_feeders(ctx.trace, scalar_reads(ctx.trace, syncs.cpu_start_us[chosen]))
+    feeding = Counter(ctx.trace.name(int(ctx.trace.cpu_ops.name_id[r])) for r in fed)
     return Finding(
         category="host_sync",
         title=f"{len(chosen) / steps:.0f} host-device syncs per step drain the GPU queue",
@@ -77,6 +98,10 @@ def find(ctx: Context) -> Finding | None:
             "kinds": [{"kind": k, "count": c} for k, c in kinds],
             "call_sites": [{"op": s, "count": c} for s, c in sites],
             "callers": sync_callers(ctx.trace, syncs.call_row[chosen], ctx.options.max_items),
+            # the ops whose outputs only the reads used (allocator events: read_feeders)
+            "feeding_ops_per_step": round(len(fed) / steps, 1),
+            "feeding_ops": [{"op": op, "count": c}
+                            for op, c in feeding.most_common(ctx.options.max_items)],
             # what the syncs cost given the queue: the replay (profiler taken out) waits this
             # long for queued GPU work to drain, and the GPU then idles while the host refills
             "replayed_drain_wait_ms_per_step": ms(ctx.base_replayed.sync_wait_us / steps),
@@ -89,7 +114,9 @@ def find(ctx: Context) -> Finding | None:
         ),
         model=(
             "replay with these sync points no longer making the CPU wait, and the scalar reads "
-            "(.item()) that issued them gone with their CPU time and device-to-host copies "
+            "(.item()) that issued them gone with their CPU time and device-to-host copies, "
+            "and with them the ops whose outputs only those reads used (found from the "
+            "allocator's events: each output freed right after the read) and their kernels "
             "(the value stays on the GPU)"
         ),
         change=fix,
