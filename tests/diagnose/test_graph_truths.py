@@ -29,3 +29,25 @@ def test_distilberts_graphed_step_runs_more_gpu_work_than_its_eager_step() -> No
         return sum(op["ms"] for op in run["top_ops"] if "f32f32_f32f32" in op["name"])
 
     assert simt_fp32_ms(graphed) > 2.0 and simt_fp32_ms(eager) == simt_fp32_ms(capturable) == 0
+
+
+def test_under_capture_transformers_hands_sdpa_a_mask_that_sends_it_to_the_math_path() -> None:
+    """Why the graph runs other kernels (scripts/h200/capture_attention.py, H200, 2026-12-02
+    21:07 UTC): SDPA alone captures with the backend it runs eager (cuDNN's fused kernels,
+    dropout 0 or 0.1), but distilbert's six attention calls get a 4-D boolean mask only while
+    the stream captures. transformers' mask code skips its data-dependent "no padding" check
+    when it is tracing, capturing included, and SDPA with that mask takes its math path, in
+    FP32 for bf16 inputs: the FP32 SIMT GEMMs above. A user's plain torch.cuda.graph gets the
+    same step, so the truth stands; the trace the model reads cannot show the branch."""
+    doc = json.loads((KERNELS.parent / "capture_attention.json").read_text())
+    for case in doc["attention_alone"]:
+        assert "error" not in case, case
+        if case["backend"] in ("default", "cudnn"):
+            fused = [n for n, _ in case["graph_kernels"] if "sdpa" in n]
+            assert fused and fused == [n for n, _ in case["eager_kernels"] if "sdpa" in n]
+    calls = doc["distilbert_sdpa_calls"]
+    assert calls["eager_warmup"] == [{"mask_is_none": True, "capturing": False, "mask": "None",
+                                      "calls": 18}]
+    captured = [c for c in calls["graph_warmup_and_capture"] if c["capturing"]]
+    assert captured == [{"mask_is_none": False, "capturing": True,
+                         "mask": "torch.bool (24, 1, 256, 256)", "calls": 6}]
