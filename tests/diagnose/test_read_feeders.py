@@ -114,3 +114,18 @@ def test_on_the_h200_the_reads_inputs_are_most_of_what_removing_the_reads_gains(
     assert abs(with_feeders - measured) <= 0.3 * measured, (with_feeders, measured)
     assert alone < 0.7 * measured, alone
     assert alone < with_feeders / 2
+
+
+@pytest.mark.parametrize(("workload", "named"), [
+    ("deeplabv3_mnv3_mask_train", "ignore_index"),  # x[mask] calls nonzero: a sync
+    ("llama_tiny_b2_infer", "torch.where instead of a Python `if`"),
+    ("rl_policy_item_sync", None),  # .item() only: the general advice
+])
+def test_the_fix_names_the_remedy_of_each_construct_that_synchronized(
+        workload: str, named: str | None) -> None:
+    from aiprof.diagnose import diagnose
+
+    found = {f.category: f for f in diagnose(SUITE / f"{workload}.aiprof").findings}
+    fix = found["host_sync"].fix
+    assert ("Here:" in fix) == (named is not None)
+    assert named is None or named in fix

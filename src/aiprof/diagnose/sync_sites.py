@@ -31,6 +31,23 @@ CONSTRUCTS = {
 }
 """The Python construct behind an outermost op that synchronizes (aten's op names)."""
 
+REMEDIES = {
+    "aten::index": "fold a boolean mask into the op instead of selecting with it "
+                   "(F.cross_entropy(..., ignore_index=...), torch.where, "
+                   "(x * mask).sum() / mask.sum())",
+    "aten::index_put_": "torch.where(mask, v, x) instead of x[mask] = v",
+    "aten::masked_select": "torch.where or a masked reduction instead of masked_select",
+    "aten::nonzero": "torch.where or a masked reduction instead of the indices of a mask",
+    "aten::is_nonzero": "torch.where instead of a Python `if` on a tensor, or a check every N "
+                        "steps",
+}
+"""What keeps the data on the GPU, per construct (the op names of ``CONSTRUCTS``)."""
+
+
+def remedies(callers: list[dict[str, object]]) -> list[str]:
+    """The remedies of the constructs among ``callers`` (``sync_callers``), in their order."""
+    return [REMEDIES[str(c["op"])] for c in callers if str(c["op"]) in REMEDIES]
+
 
 def outermost_ops(trace: Trace, runtime_rows: np.ndarray) -> np.ndarray:
     """Per runtime call: the row of the outermost CPU op on its thread around it (-1: none)."""

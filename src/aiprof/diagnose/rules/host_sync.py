@@ -14,7 +14,7 @@ from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.h2d_transfer import blocking_h2d_rows, copy_syncs
-from aiprof.diagnose.sync_sites import sync_callers
+from aiprof.diagnose.sync_sites import remedies, sync_callers
 from aiprof.trace import Trace
 
 
@@ -84,6 +84,8 @@ def find(ctx: Context) -> Finding | None:
     blocked = float(np.sum(syncs.cpu_end_us[chosen] - syncs.cpu_start_us[chosen]))
     fed = read_feeders(ctx.trace, scalar_reads(ctx.trace, syncs.cpu_start_us[chosen]))
     feeding = Counter(ctx.trace.name(int(ctx.trace.cpu_ops.name_id[r])) for r in fed)
+    callers = sync_callers(ctx.trace, syncs.call_row[chosen], ctx.options.max_items)
+    specific = "".join(f" Here: {r}." for r in remedies(callers))
     return Finding(
         category="host_sync",
         title=f"{len(chosen) / steps:.0f} host-device syncs per step drain the GPU queue",
@@ -97,7 +99,7 @@ def find(ctx: Context) -> Finding | None:
             ),
             "kinds": [{"kind": k, "count": c} for k, c in kinds],
             "call_sites": [{"op": s, "count": c} for s, c in sites],
-            "callers": sync_callers(ctx.trace, syncs.call_row[chosen], ctx.options.max_items),
+            "callers": callers,
             # the ops whose outputs only the reads used (allocator events: read_feeders)
             "feeding_ops_per_step": round(len(fed) / steps, 1),
             "feeding_ops": [{"op": op, "count": c}
@@ -111,6 +113,7 @@ def find(ctx: Context) -> Finding | None:
             "and Python `if` on tensors from the step (accumulate losses as tensors, read them "
             "every N steps), avoid torch.cuda.synchronize() outside timing code, and use "
             "non_blocking=True copies into pinned buffers when the host needs the data."
+            + specific
         ),
         model=(
             "replay with these sync points no longer making the CPU wait, and the scalar reads "
