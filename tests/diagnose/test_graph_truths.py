@@ -33,7 +33,7 @@ def test_distilberts_graphed_step_runs_more_gpu_work_than_its_eager_step() -> No
 
 def test_under_capture_transformers_hands_sdpa_a_mask_that_sends_it_to_the_math_path() -> None:
     """Why the graph runs other kernels (scripts/h200/capture_attention.py, H200, 2026-12-02
-    21:07 UTC): SDPA alone captures with the backend it runs eager (cuDNN's fused kernels,
+    21:12 UTC): SDPA alone captures with the backend it runs eager (cuDNN's fused kernels,
     dropout 0 or 0.1), but distilbert's six attention calls get a 4-D boolean mask only while
     the stream captures. transformers' mask code skips its data-dependent "no padding" check
     when it is tracing, capturing included, and SDPA with that mask takes its math path, in
