@@ -259,14 +259,18 @@ class Context:
         steps = max(len(self.trace.steps), 1)
         return self.timeline.measured_us / steps
 
+    def replay_us(self, change: Change) -> float:
+        """The steps replayed with ``change`` (µs, all steps)."""
+        replayed = replay(self.timeline, change)
+        release_freed()  # the replay's columns (see ``_releasing``)
+        return float(replayed)
+
     def gain_pct(self, change: Change) -> float:
         """Step time saved by ``change``, in % of the replayed step (0 when nothing to replay),
         within [0, 100]."""
         if self.base_us <= 0:
             return 0.0
-        replayed = replay(self.timeline, change)
-        release_freed()  # the replay's columns (see ``_releasing``)
-        saved = 100.0 * (1.0 - replayed / self.base_us)
+        saved = 100.0 * (1.0 - self.replay_us(change) / self.base_us)
         return float(min(100.0, max(0.0, saved)))
 
     def gain_ms_per_step(self, gain_pct: float) -> float:
