@@ -21,6 +21,7 @@ REPLICATE = DATA / "counterfactual_1202"
 again, traces and truths of one session, recorded after every model it checks."""
 THIRD = DATA / "counterfactual_third"
 FOURTH = DATA / "counterfactual_fourth"
+FIFTH = DATA / "counterfactual_fifth"
 """The fourth recording (H200, 2026-12-02 17:13-17:30 UTC): truths only (no traces), every
 workload and fix timed with the rounds rotated and fast steps given up to 15 rounds."""
 
@@ -199,12 +200,14 @@ def test_counterfactual_suite_holds_its_floors() -> None:
     54.8%, resnet34's torch.compile, claimed 24.4%, and gpt2_vocab's graphs, claimed 13.2%,
     all measured <= 5%; then the ops that only fed a removed read removed with it, and the
     findings ranked by gain again, a graph above the sync it needs fixed first (gain 32/46:
-    rl_policy's reads, timed again with 15 rounds, pooled to 4.6%, under the 5% of a check):
-    a change that loses a hit, or adds a false positive, fails here,
-    apart from the acceptance below, which still fails."""
+    rl_policy's reads, timed again with 15 rounds, pooled to 4.6%, under the 5% of a check);
+    then a fifth recording's truths (every fix but compile, on a host twice as fast on the
+    launch-bound steps), which took top-1 to 22/25 and gain to 34/46: a change that loses a
+    hit, or adds a false positive, fails here, apart from the acceptance below, which still
+    fails."""
     suite = counterfactual_score()
     assert len(suite.workloads) >= 24 and suite.gain_cases >= 46
-    assert (suite.top1_hits >= 21 and suite.gain_hits >= 32
+    assert (suite.top1_hits >= 22 and suite.gain_hits >= 34
             and suite.false_positives <= 5), (
         suite.top1_hits, suite.gain_hits, suite.false_positives)
 
@@ -274,6 +277,27 @@ def test_the_fourth_sessions_rotated_rounds_agree_with_the_others_no_better_than
                 (agreement.first_hits, agreement.first_checks)) == expected[name], name
 
 
+def test_the_fifth_sessions_truths_agree_with_the_others_no_better_than_69_pct() -> None:
+    """The fifth recording (truths only, every fix but compile, 2026-12-02 21:22 UTC) ran on
+    a host that took rl_policy's launch-bound step 22 ms (36-55 in the others) and on which
+    resnet34's channels_last gained 45% (−5 to 13% before). The others' gains as its
+    estimates pass 19 of 35, 21 of 36, 21 of 39 and 27 of 39 of its checks (first to fourth);
+    its gains as theirs 18 of 33, 21 of 35, 21 of 38 and 23 of 36."""
+    from aiprof.evaluation.labels import load_truths
+    from aiprof.evaluation.reproducibility import truth_agreement
+
+    fifth = load_truths(FIFTH)
+    assert len(fifth) == 26
+    expected = {"first": ((19, 35), (18, 33)), "second": ((21, 36), (21, 35)),
+                "third": ((21, 39), (21, 38)), "fourth": ((27, 39), (23, 36))}
+    for name, other in [("first", load_suite(COUNTERFACTUAL, "labels-part*.json")),
+                        ("second", load_suite(REPLICATE)), ("third", load_suite(THIRD)),
+                        ("fourth", load_truths(FOURTH))]:
+        agreement = truth_agreement(other, fifth)
+        assert ((agreement.second_hits, agreement.second_checks),
+                (agreement.first_hits, agreement.first_checks)) == expected[name], name
+
+
 def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
     from aiprof.evaluation import LabelledWorkload
     from aiprof.evaluation.reproducibility import truth_agreement
@@ -300,9 +324,9 @@ def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
 @pytest.mark.xfail(strict=True, reason=(
     "parts 1 and 2 (26 workloads, H200, 2026-12-01), the nine noisiest re-run and pooled, "
     "compile measured on the 13 that had skipped it, the noisy 3-round fixes re-measured, "
-    "the second, third and fourth recordings and the read twins (2026-12-02) pooled: top-1 "
-    "21/25 (84%), gain within ±30% 32/46 (70%), 5 false positives; the sessions' own truths "
-    "agree with each other in 51-71% of the gain checks; docs/diagnose.md lists every miss"))
+    "the second to fifth recordings and the read twins (2026-12-02) pooled: top-1 22/25 "
+    "(88%), gain within ±30% 34/46 (74%), 5 false positives; the sessions' own truths agree "
+    "with each other in 51-71% of the gain checks; docs/diagnose.md lists every miss"))
 def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
     suite = counterfactual_score()
     assert suite.top1_pct >= 90.0 and suite.gain_pct >= 80.0 and suite.false_positives == 0, (
