@@ -68,7 +68,7 @@ RECORDINGS = {"counterfactual_1202": ("labels-replicate-1202-part1.json",
                   "labels-fourth-rotated.json",
                   "labels-graph-after-fourth-efficientnet_b0_pageable_nchw_train.json",
                   "labels-graph-after-fourth-resnet50_pageable_bf16_infer.json"),
-              "counterfactual_fifth": ("labels-fifth.json",)}
+              "counterfactual_fifth": ("labels-fifth.json", "labels-fifth-compile.json")}
 """Later recordings of the whole suite: each scored alone in its own folder, its every fix
 pooled into the first recording's truths. The third session's ``graph-after`` files time
 CUDA graphs once the sync or ``empty_cache`` that kept a step from being captured is fixed,
