@@ -45,7 +45,7 @@ def read_feeders(trace: Trace, reads: iv.Intervals) -> np.ndarray:
     is_op_parent = (parent >= 0) & (parent < num_ops)
     children = np.bincount(parent[is_op_parent], minlength=len(parent))
     family = _families(forest.thread, parent, forest.ts_us)
-    alloc_ts, alloc_tid, free_ts = _lifetimes(trace)
+    allocations = _by_thread(*_lifetimes(trace))
     end_us = ops.ts_us + ops.dur_us
     feeders: list[int] = []
     for row in _read_ops(trace, reads):
@@ -61,8 +61,10 @@ def read_feeders(trace: Trace, reads: iv.Intervals) -> np.ndarray:
             if sibling >= num_ops:
                 break  # an annotation or a runtime call between: not one chain of ops
             lo, hi = ops.ts_us[sibling], end_us[sibling]
-            mine = (alloc_tid == ops.tid[sibling]) & (alloc_ts >= lo) & (alloc_ts < hi)
-            outputs = free_ts[mine & (free_ts >= hi)]
+            alloc_ts, free_ts = allocations.get(int(ops.tid[sibling]), _NONE)
+            inside = free_ts[np.searchsorted(alloc_ts, lo, side="left"):
+                             np.searchsorted(alloc_ts, hi, side="left")]
+            outputs = inside[inside >= hi]
             if len(outputs) == 0 or outputs.min() < consumer_us or outputs.max() >= until_us:
                 break  # nothing allocated, freed before the chain used it, or outliving it
             feeders.append(int(sibling))
@@ -89,6 +91,20 @@ def _families(thread: np.ndarray, parent: np.ndarray,
     cuts = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
     return {(int(part[0, 0]), int(part[0, 1])): rows
             for part, rows in zip(np.split(keys, cuts), np.split(order, cuts), strict=True)}
+
+
+_NONE = (np.zeros(0), np.zeros(0))
+
+
+def _by_thread(alloc_ts: np.ndarray, alloc_tid: np.ndarray,
+               free_ts: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per thread: its allocations' times (sorted) and their blocks' free times."""
+    out = {}
+    for tid in np.unique(alloc_tid):
+        mine = np.flatnonzero(alloc_tid == tid)
+        mine = mine[np.argsort(alloc_ts[mine], kind="stable")]
+        out[int(tid)] = (alloc_ts[mine], free_ts[mine])
+    return out
 
 
 def _lifetimes(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
