@@ -111,7 +111,8 @@ def test_a_compiled_training_step_launches_about_three_kernels_per_fused_one() -
     graph), WHEN Inductor's Triton kernels in the compiled step are counted against the
     memory-bound kernels (runs fused) the model keeps of the eager step, THEN the ratio is
     ``TRAINING_LAUNCHES_PER_KERNEL`` (their median), 2.5-3.4 on each."""
-    from aiprof.diagnose.compiled import compiled_runs, eager_spans, launched_in
+    from aiprof.analysis.launch import launched_in
+    from aiprof.diagnose.compiled import compiled_runs, eager_spans
     from aiprof.evaluation import load_suite
 
     suite = {w.name: w for w in load_suite(SUITE)}
@@ -122,7 +123,7 @@ def test_a_compiled_training_step_launches_about_three_kernels_per_fused_one() -
                                    else next(suite[name].trace.glob("*.trace.json.gz"))),
                         DiagnoseOptions())
         rows = eager.timeline.gpu_row[eager.timeline.gpu_row >= 0]
-        rows = rows[~launched_in(eager, rows, eager_spans(eager))]
+        rows = rows[~launched_in(eager.trace, rows, eager_spans(eager))]
         ids = eager.trace.gpu_ops.name_id[rows]
         mem = (eager.trace.strings.mask(ids, ELEMENTWISE)
                & ~eager.trace.strings.mask(ids, GEMM_OR_CONV))

@@ -43,7 +43,8 @@ def test_at_the_traces_own_speed_it_is_the_claim() -> None:
     assert graphs is not None
     first = combine(*cpu_bound.capture_blockers(ctx).values())
     claim = ctx.gain_pct(combine(first, graphs)) - ctx.gain_pct(first)
-    assert cpu_bound.gain_at_host_time(ctx, first, graphs, 1.0) == pytest.approx(claim, abs=0.05)
+    assert cpu_bound.gains_at_host_times(ctx, first, graphs, (1.0,)) == [
+        pytest.approx(claim, abs=0.05)]
 
 
 def test_efficientnet_b0s_graph_on_a_faster_host_claims_half() -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiprof.analysis import intervals as iv
 from aiprof.analysis.gpu_window import gpu_window
 from aiprof.trace import Trace
 
@@ -53,3 +54,21 @@ def launch_overhead(trace: Trace) -> LaunchResult:
         num_shorter_than_launch=int(shorter.sum()),
         shorter_than_launch_pct=100.0 * float(shorter.mean()) if n else 0.0,
     )
+
+
+def launched_at(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per GPU op of ``rows``: its launch call's start, else its op's start, else NaN."""
+    gpu, ops, rt = trace.gpu_ops, trace.cpu_ops, trace.runtime
+    at = np.full(len(rows), np.nan)
+    op = gpu.op_row[rows]
+    at[op >= 0] = ops.ts_us[op[op >= 0]]
+    launch = gpu.launch_row[rows]
+    at[launch >= 0] = rt.ts_us[launch[launch >= 0]]
+    return at
+
+
+def launched_in(trace: Trace, rows: np.ndarray, spans: iv.Intervals) -> np.ndarray:
+    """Per GPU op of ``rows``: launched inside ``spans`` (its launch call's start, else its
+    op's start; neither known: no)."""
+    at = launched_at(trace, rows)
+    return np.asarray(iv.contains(spans, at) & ~np.isnan(at))

@@ -46,7 +46,6 @@ def read_feeders(trace: Trace, reads: iv.Intervals) -> np.ndarray:
     children = np.bincount(parent[is_op_parent], minlength=len(parent))
     family = _families(forest.thread, parent, forest.ts_us)
     allocations = _by_thread(*_lifetimes(trace))
-    end_us = ops.ts_us + ops.dur_us
     feeders: list[int] = []
     for row in _read_ops(trace, reads):
         while is_op_parent[row] and children[parent[row]] == 1:  # is_nonzero -> item
@@ -60,7 +59,7 @@ def read_feeders(trace: Trace, reads: iv.Intervals) -> np.ndarray:
         for sibling in siblings[:at][::-1]:
             if sibling >= num_ops:
                 break  # an annotation or a runtime call between: not one chain of ops
-            lo, hi = ops.ts_us[sibling], end_us[sibling]
+            lo, hi = ops.ts_us[sibling], ops.end_us[sibling]
             alloc_ts, free_ts = allocations.get(int(ops.tid[sibling]), _NONE)
             inside = free_ts[np.searchsorted(alloc_ts, lo, side="left"):
                              np.searchsorted(alloc_ts, hi, side="left")]

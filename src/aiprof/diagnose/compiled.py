@@ -51,6 +51,7 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.fusion_chains import MIN_LENGTH
+from aiprof.analysis.launch import launched_at, launched_in
 from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans, host_costs
 from aiprof.diagnose.compiled_kernels import part_count, split_reduction_ops
 from aiprof.diagnose.compiled_launches import compiled_launches, generated_kernel
@@ -103,24 +104,6 @@ def after_backward(ctx: Context) -> iv.Intervals:
     return iv.union(ends[keep], opt_lo[keep])
 
 
-def launched_in(ctx: Context, rows: np.ndarray, spans: iv.Intervals) -> np.ndarray:
-    """Per GPU op of ``rows``: launched inside ``spans`` (its launch call's start, else its
-    op's start; neither known: no)."""
-    at = launched_at(ctx, rows)
-    return np.asarray(iv.contains(spans, at) & ~np.isnan(at))
-
-
-def launched_at(ctx: Context, rows: np.ndarray) -> np.ndarray:
-    """Per GPU op of ``rows``: its launch call's start, else its op's start, else NaN."""
-    gpu, ops, rt = ctx.trace.gpu_ops, ctx.trace.cpu_ops, ctx.trace.runtime
-    at = np.full(len(rows), np.nan)
-    op = gpu.op_row[rows]
-    at[op >= 0] = ops.ts_us[op[op >= 0]]
-    launch = gpu.launch_row[rows]
-    at[launch >= 0] = rt.ts_us[launch[launch >= 0]]
-    return at
-
-
 def compiled_runs(ctx: Context) -> list[np.ndarray]:
     """The runs Inductor fuses: each chain's kernels launched from the compiled model, split
     where an eager part (the optimizer's foreach kernels) launched one and where a step ends
@@ -130,8 +113,8 @@ def compiled_runs(ctx: Context) -> list[np.ndarray]:
     step_starts = ctx.trace.steps.start_us
     runs: list[np.ndarray] = []
     for chain in ctx.chains.chains:
-        inside = launched_in(ctx, chain.rows, eager)
-        step = np.searchsorted(step_starts, np.nan_to_num(launched_at(ctx, chain.rows)))
+        inside = launched_in(ctx.trace, chain.rows, eager)
+        step = np.searchsorted(step_starts, np.nan_to_num(launched_at(ctx.trace, chain.rows)))
         new_step = np.concatenate([[False], step[1:] != step[:-1]])
         for part in np.split(np.arange(len(chain.rows)), np.flatnonzero(new_step)):
             edges = np.diff(np.concatenate([[0], (~inside[part]).astype(np.int8), [0]]))
@@ -241,7 +224,7 @@ def compile_change(ctx: Context, extra_gpu_dur_us: dict[int, float]) -> Change |
     norms = nchw_batch_norm_durations(ctx.trace, bandwidth) if bandwidth else {}
     rows = ctx.timeline.gpu_row[ctx.timeline.gpu_row >= 0]
     stays = stays_eager_spans(ctx, rows)
-    rows = rows[~launched_in(ctx, rows, stays)]
+    rows = rows[~launched_in(ctx.trace, rows, stays)]
     gpu_dur = {**norms, **padded_gemm_durations(ctx), **fused, **extra_gpu_dur_us,
                **dict.fromkeys(clone_copies(ctx.trace, rows).tolist(), 0.0)}
     return Change(gpu_dur_us=gpu_dur, removed_cpu=iv.subtract(step_window(ctx.trace), stays),
@@ -290,7 +273,7 @@ def stays_eager_spans(ctx: Context, rows: np.ndarray) -> iv.Intervals:
 
 def stays_eager(ctx: Context, rows: np.ndarray) -> np.ndarray:
     """Per GPU op of ``rows``: launched where the step stays eager (``stays_eager_spans``)."""
-    return launched_in(ctx, rows, stays_eager_spans(ctx, rows))
+    return launched_in(ctx.trace, rows, stays_eager_spans(ctx, rows))
 
 
 def kept_parts_per_step(ctx: Context, split_levels: bool = False) -> float:

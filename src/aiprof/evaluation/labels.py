@@ -92,7 +92,7 @@ def _timed_fix(name: str, category: str, gain_pct: float, base_rounds_ms: list[f
             "base_rounds_ms": list(base_rounds_ms), "fixed_rounds_ms": list(fixed_rounds_ms)}
 
 
-TIMED_THEN_TRACED = (": the base and the fixed variant timed interleaved in the suite's "
+_TIMED_THEN_TRACED = (": the base and the fixed variant timed interleaved in the suite's "
                      "protocol, then traced apart")
 
 
@@ -107,10 +107,10 @@ def timed_pairs_as_suite(doc: dict[str, Any], categories: dict[str, str]) -> dic
     rows: dict[str, dict[str, Any]] = {}
     if "pairs" in doc:
         timed = [(str(p["workload"]), str(p["fix"]), p) for p in doc["pairs"]]
-        method = "fix twins (scripts/h200/fix_twins.py)" + TIMED_THEN_TRACED
+        method = "fix twins (scripts/h200/fix_twins.py)" + _TIMED_THEN_TRACED
     elif all("compile_rounds_ms" in w or "error" in w for w in doc["workloads"]):
         timed = [(str(w["workload"]), "compile", w) for w in doc["workloads"]]
-        method = "compiled steps (scripts/h200/compiled_steps.py)" + TIMED_THEN_TRACED
+        method = "compiled steps (scripts/h200/compiled_steps.py)" + _TIMED_THEN_TRACED
     else:  # variants timed together; those that are no suite fix (reads_only) stay out
         timed = [(str(w["workload"]), name, w) for w in doc["workloads"]
                  for name in w["rounds_ms"] if name in categories]

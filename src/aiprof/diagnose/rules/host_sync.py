@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from aiprof.analysis import intervals as iv
+from aiprof.analysis.launch import launched_in
 from aiprof.analysis.read_feeders import read_feeders
 from aiprof.analysis.sync import scalar_reads
 from aiprof.diagnose.context import Context
@@ -15,7 +16,6 @@ from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.h2d_transfer import blocking_h2d_rows, copy_syncs
 from aiprof.diagnose.sync_sites import remedies, sync_callers
-from aiprof.trace import Trace
 
 
 def chosen_syncs(ctx: Context) -> np.ndarray:
@@ -42,47 +42,41 @@ def change(ctx: Context) -> Change | None:
     """The syncs stop making the CPU wait; a scalar read (``.item()``) goes altogether, its
     CPU time and its device-to-host copy, and so do the ops that only fed it (the reduction
     of ``x.mean().item()``, with their kernels): the fix keeps the value on the GPU."""
+    fix = _fix(ctx)
+    return None if fix is None else fix[0]
+
+
+def _fix(ctx: Context) -> tuple[Change, np.ndarray] | None:
+    """``change`` and the ``cpu_ops`` rows of the ops that fed the reads."""
     chosen = chosen_syncs(ctx)
     if len(chosen) == 0:
         return None
-    syncs = ctx.syncs
+    syncs, ops, gpu = ctx.syncs, ctx.trace.cpu_ops, ctx.trace.gpu_ops
     at_us = syncs.cpu_start_us[chosen]
     reads = scalar_reads(ctx.trace, at_us)
     copies = syncs.gpu_row[chosen][(syncs.gpu_row[chosen] >= 0) & iv.contains(reads, at_us)]
-    fed = feeder_spans(ctx.trace, read_feeders(ctx.trace, reads))
-    kernels = launched_in(ctx.trace, fed)
+    feeders = read_feeders(ctx.trace, reads)
+    fed = iv.union(ops.ts_us[feeders], ops.end_us[feeders])
+    every = np.arange(len(gpu.ts_us))
+    kernels = every[launched_in(ctx.trace, every, fed)]
     return Change(
         unblocked=frozenset(syncs.call_row[chosen].tolist()),
         removed_cpu=iv.union_all(reads, fed),
         gpu_dur_us={int(row): 0.0 for row in np.concatenate([copies, kernels]).tolist()},
-    )
-
-
-def feeder_spans(trace: Trace, rows: np.ndarray) -> iv.Intervals:
-    """CPU spans of the ``cpu_ops`` rows (the ops that fed the reads)."""
-    ops = trace.cpu_ops
-    return iv.union(ops.ts_us[rows], ops.end_us[rows])
-
-
-def launched_in(trace: Trace, spans: iv.Intervals) -> np.ndarray:
-    """Rows in ``trace.gpu_ops`` launched by a runtime call inside ``spans``."""
-    launch = trace.gpu_ops.launch_row
-    known = np.flatnonzero(launch >= 0)
-    inside: np.ndarray = known[iv.contains(spans, trace.runtime.ts_us[launch[known]])]
-    return inside
+    ), feeders
 
 
 def find(ctx: Context) -> Finding | None:
     syncs = ctx.syncs
     chosen = chosen_syncs(ctx)
-    fix = change(ctx)
-    if fix is None:
+    found = _fix(ctx)
+    if found is None:
         return None
+    fix, fed = found
     steps = max(syncs.num_steps, 1)
     sites = Counter(syncs.site[i] for i in chosen).most_common(ctx.options.max_items)
     kinds = Counter(syncs.kind[i] for i in chosen).most_common(ctx.options.max_items)
     blocked = float(np.sum(syncs.cpu_end_us[chosen] - syncs.cpu_start_us[chosen]))
-    fed = read_feeders(ctx.trace, scalar_reads(ctx.trace, syncs.cpu_start_us[chosen]))
     feeding = Counter(ctx.trace.name(int(ctx.trace.cpu_ops.name_id[r])) for r in fed)
     callers = sync_callers(ctx.trace, syncs.call_row[chosen], ctx.options.max_items)
     specific = "".join(f" Here: {r}." for r in remedies(callers))
