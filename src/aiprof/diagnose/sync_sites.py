@@ -19,6 +19,8 @@ from aiprof.trace import Trace
 CONSTRUCTS = {
     "aten::is_nonzero": "Python `if`/`bool()` on a tensor",
     "aten::index": "boolean-mask indexing x[mask]",
+    "autograd::engine::evaluate_function: IndexBackward0":
+        "the backward of x[mask] (index_put_ calls nonzero)",
     "aten::index_put_": "boolean-mask assignment x[mask] = v",
     "aten::masked_select": "torch.masked_select",
     "aten::nonzero": "nonzero / boolean-mask indexing",
@@ -35,6 +37,8 @@ REMEDIES = {
     "aten::index": "fold a boolean mask into the op instead of selecting with it "
                    "(F.cross_entropy(..., ignore_index=...), torch.where, "
                    "(x * mask).sum() / mask.sum())",
+    "autograd::engine::evaluate_function: IndexBackward0":
+        "the same: without the gather there is no backward of it",
     "aten::index_put_": "torch.where(mask, v, x) instead of x[mask] = v",
     "aten::masked_select": "torch.where or a masked reduction instead of masked_select",
     "aten::nonzero": "torch.where or a masked reduction instead of the indices of a mask",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.launch import launched_in
+from aiprof.analysis.mask_gathers import backward_nodes, mask_gathers
 from aiprof.analysis.read_feeders import read_feeders
 from aiprof.analysis.sync import scalar_reads
 from aiprof.diagnose.context import Context
@@ -15,7 +17,7 @@ from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.h2d_transfer import blocking_h2d_rows, copy_syncs
-from aiprof.diagnose.sync_sites import remedies, sync_callers
+from aiprof.diagnose.sync_sites import outermost_ops, remedies, sync_callers
 
 
 def chosen_syncs(ctx: Context) -> np.ndarray:
@@ -41,13 +43,25 @@ def sync_op_spans(ctx: Context) -> iv.Intervals:
 def change(ctx: Context) -> Change | None:
     """The syncs stop making the CPU wait; a scalar read (``.item()``) goes altogether, its
     CPU time and its device-to-host copy, and so do the ops that only fed it (the reduction
-    of ``x.mean().item()``, with their kernels): the fix keeps the value on the GPU."""
+    of ``x.mean().item()``, with their kernels): the fix keeps the value on the GPU. A
+    boolean-mask gather that synchronized (``x[mask]``) goes with its backward node: the fix
+    folds the mask into the op that consumed it (``analysis/mask_gathers.py``)."""
     fix = _fix(ctx)
-    return None if fix is None else fix[0]
+    return None if fix is None else fix.change
 
 
-def _fix(ctx: Context) -> tuple[Change, np.ndarray] | None:
-    """``change`` and the ``cpu_ops`` rows of the ops that fed the reads."""
+@dataclass(frozen=True)
+class _Fix:
+    change: Change
+    feeders: np.ndarray
+    """``cpu_ops`` rows of the ops that only fed the reads."""
+    gathers: np.ndarray
+    """``cpu_ops`` rows of the boolean-mask gathers that synchronized."""
+    backward: np.ndarray
+    """``cpu_ops`` rows of the gathers' backward nodes (``evaluate_function`` spans)."""
+
+
+def _fix(ctx: Context) -> _Fix | None:
     chosen = chosen_syncs(ctx)
     if len(chosen) == 0:
         return None
@@ -56,14 +70,17 @@ def _fix(ctx: Context) -> tuple[Change, np.ndarray] | None:
     reads = scalar_reads(ctx.trace, at_us)
     copies = syncs.gpu_row[chosen][(syncs.gpu_row[chosen] >= 0) & iv.contains(reads, at_us)]
     feeders = read_feeders(ctx.trace, reads)
-    fed = iv.union(ops.ts_us[feeders], ops.end_us[feeders])
+    gathers = mask_gathers(ctx.trace, outermost_ops(ctx.trace, syncs.call_row[chosen]))
+    backward = backward_nodes(ctx.trace, gathers)
+    gone = np.concatenate([feeders, gathers, backward])
+    spans = iv.union(ops.ts_us[gone], ops.end_us[gone])
     every = np.arange(len(gpu.ts_us))
-    kernels = every[launched_in(ctx.trace, every, fed)]
-    return Change(
+    kernels = every[launched_in(ctx.trace, every, spans)]
+    return _Fix(Change(
         unblocked=frozenset(syncs.call_row[chosen].tolist()),
-        removed_cpu=iv.union_all(reads, fed),
+        removed_cpu=iv.union_all(reads, spans),
         gpu_dur_us={int(row): 0.0 for row in np.concatenate([copies, kernels]).tolist()},
-    ), feeders
+    ), feeders, gathers, backward)
 
 
 def find(ctx: Context) -> Finding | None:
@@ -72,7 +89,7 @@ def find(ctx: Context) -> Finding | None:
     found = _fix(ctx)
     if found is None:
         return None
-    fix, fed = found
+    fix, fed = found.change, found.feeders
     steps = max(syncs.num_steps, 1)
     sites = Counter(syncs.site[i] for i in chosen).most_common(ctx.options.max_items)
     kinds = Counter(syncs.kind[i] for i in chosen).most_common(ctx.options.max_items)
@@ -100,6 +117,9 @@ def find(ctx: Context) -> Finding | None:
                             for op, c in feeding.most_common(ctx.options.max_items)],
             # what the syncs cost given the queue: the replay (profiler taken out) waits this
             # long for queued GPU work to drain, and the GPU then idles while the host refills
+            # x[mask] gathers that synchronized, removed with their backward nodes
+            "mask_gathers_per_step": round(len(found.gathers) / steps, 1),
+            "mask_gather_backward_nodes_per_step": round(len(found.backward) / steps, 1),
             "replayed_drain_wait_ms_per_step": ms(ctx.base_replayed.sync_wait_us / steps),
         },
         fix=(
@@ -114,7 +134,9 @@ def find(ctx: Context) -> Finding | None:
             "(.item()) that issued them gone with their CPU time and device-to-host copies, "
             "and with them the ops whose outputs only those reads used (found from the "
             "allocator's events: each output freed right after the read) and their kernels "
-            "(the value stays on the GPU)"
+            "(the value stays on the GPU); each boolean-mask gather x[mask] that synchronized "
+            "gone with its backward node, CPU time and kernels (the mask folded into the op "
+            "that consumed the gather, at that op's cost)"
         ),
         change=fix,
     )
