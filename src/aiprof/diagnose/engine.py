@@ -11,6 +11,7 @@ from aiprof.diagnose.calibration import Calibration
 from aiprof.diagnose.context import Context, DiagnoseOptions
 from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Diagnosis, Finding
+from aiprof.diagnose.host_speed import with_host_speeds
 from aiprof.diagnose.rules import RULES
 from aiprof.diagnose.scope import (
     DeviceFacts,
@@ -97,7 +98,8 @@ def diagnose_rank(
     """``RankDiagnosis`` of one trace (``diagnosed``: its ``diagnose_trace`` when done already;
     ``part``: with its part of the cross-rank analysis)."""
     found, ctx = diagnose_trace(trace, options) if diagnosed is None else diagnosed
-    kept = [f for f in found if f.estimated_gain_pct >= options.min_gain_pct and not f.withheld]
+    kept = [with_host_speeds(ctx, f) for f in found
+            if f.estimated_gain_pct >= options.min_gain_pct and not f.withheld]
     cross, error = None, None
     if part:
         try:

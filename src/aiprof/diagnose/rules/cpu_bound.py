@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.host_speed import HOST_TIME_FACTORS, on_host
 from aiprof.diagnose.replay import Change, combine
 from aiprof.diagnose.rule import Rule, ms
 from aiprof.diagnose.rules.host_sync import sync_op_spans
@@ -23,14 +22,6 @@ take 0.31 µs each beyond the kernel's own time on 1M elements (0.27 on 4,096, 0
 against 2.8-4.8 µs between the same kernels queued on a stream. The suite's five graphed
 launch-bound steps agree: (graphed step − kernel time) / kernels per step 0.28-0.70 µs,
 median 0.33 (``tests/diagnose/test_host_side_models.py``)."""
-
-
-HOST_TIME_FACTORS = (0.8, 1.25)
-"""Host speeds the gain is also given at: every CPU work and call of the step 0.8 and 1.25
-times the trace's. The same steps' host time moved this much and more between sessions on
-one H200 (docs/diagnose.md: efficientnet_b0's base 43.3-59.9 ms, its pinned step 36.2-52.3
-ms; resnet34's 18.2 and 26 ms), and a graph's gain depends on it most where the step sits
-near the host/GPU balance."""
 
 
 def graph_turnaround_us(ctx: Context) -> float | None:
@@ -92,10 +83,8 @@ def gains_at_host_times(ctx: Context, first: Change | None, graphs: Change,
     graphed_us = ctx.replay_us(graphs if first is None else combine(first, graphs))
     gains = []
     for factor in factors:
-        host = Change(launch_work_scale=factor)
-        before = host if first is None else replace(first, launch_work_scale=factor,
-                                                    keep_launch_calls=False)
-        base_us = ctx.replay_us(host)
+        before = on_host(first, factor)
+        base_us = ctx.replay_us(on_host(None, factor))
         saved = 100.0 * (ctx.replay_us(before) - graphed_us) / base_us if base_us > 0 else 0.0
         gains.append(float(min(100.0, max(0.0, saved))))
     return gains
