@@ -1,6 +1,7 @@
 """Score the diagnosis against a counterfactual suite: every measured fix of every workload.
 
     python benchmarks/diagnose_score.py [FOLDER] [--labels PATTERN] [--plain] [--markdown] [--json]
+                                        [--host-matched]
 
 FOLDER holds ``labels*.json`` and the traces (or the ``traces-*.tar`` and ``plain-*.tar`` the suite
 script wrote, unpacked here into a temporary folder); it defaults to the committed suite under
@@ -8,18 +9,26 @@ script wrote, unpacked here into a temporary folder); it defaults to the committ
 its plain torch.profiler trace) goes through ``aiprof.diagnose.diagnose``; the findings'
 categories and estimated gains are checked with ``aiprof.evaluation.score``: top-1, gain within
 ±30%, false positives, then the totals against issue 15's acceptance.
+
+``--host-matched`` is a diagnostic, not the score: each trace's findings replayed on the host
+speed at which its unchanged step lasts the median of the truths' base blocks
+(``aiprof.evaluation.host_matched``), to tell the misses the host's speed explains from the
+models'.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
 from aiprof.diagnose import diagnose
+from aiprof.diagnose.context import DiagnoseOptions
+from aiprof.diagnose.engine import diagnose_rank, diagnose_trace
 from aiprof.errors import AiprofError
 from aiprof.evaluation import (
     Claim,
@@ -30,13 +39,15 @@ from aiprof.evaluation import (
     score_suite,
     score_workload,
 )
-from aiprof.evaluation.labels import LABELS, merged
+from aiprof.evaluation.host_matched import at_host, host_factor
+from aiprof.evaluation.labels import LABELS, base_rounds_ms, merged
 from aiprof.evaluation.score import (
     ACCEPT_FALSE_POSITIVES,
     ACCEPT_GAIN_PCT,
     ACCEPT_TOP1_PCT,
     FALSE_POSITIVE_CLAIM_PCT,
 )
+from aiprof.record.targets import load_traces
 
 DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "diagnose" / "counterfactual"
 
@@ -51,12 +62,31 @@ def claims_of(workload: LabelledWorkload, plain: bool) -> tuple[list[Claim], str
     return [Claim(f.category, f.estimated_gain_pct) for f in result.findings], ""
 
 
-def score(folder: Path, plain: bool,
-          pattern: str = LABELS) -> tuple[SuiteScore, dict[str, str]]:
+def host_matched_claims(workload: LabelledWorkload, plain: bool,
+                        bases_ms: list[float]) -> tuple[list[Claim], str]:
+    """The findings replayed at the truths' host speed (``host_matched``), in rank order; the
+    trace's own claims where the host's speed does not move its step."""
+    target = workload.plain_trace if plain and workload.plain_trace else workload.trace
+    try:
+        trace = next(iter(load_traces(target)))
+        options = DiagnoseOptions()
+        found, ctx = diagnose_trace(trace, options)
+        kept = diagnose_rank(trace, options, (found, ctx)).findings
+    except AiprofError as error:
+        return [], f"{type(error).__name__}: {error}"
+    factor = host_factor(ctx, 1000.0 * statistics.median(bases_ms)) if bases_ms else None
+    ranked = at_host(ctx, kept, factor if factor is not None else 1.0)
+    return [Claim(f.category, f.estimated_gain_pct) for f in ranked], ""
+
+
+def score(folder: Path, plain: bool, pattern: str = LABELS,
+          host_matched: bool = False) -> tuple[SuiteScore, dict[str, str]]:
     errors: dict[str, str] = {}
     scores = []
+    bases = base_rounds_ms(folder, pattern) if host_matched else {}
     for workload in load_suite(folder, pattern):
-        claims, error = claims_of(workload, plain)
+        claims, error = (host_matched_claims(workload, plain, bases.get(workload.name, []))
+                         if host_matched else claims_of(workload, plain))
         if error:
             errors[workload.name] = error
         scores.append(score_workload(workload.name, workload.fixes, claims))
@@ -151,6 +181,9 @@ def main(argv: list[str]) -> int:
                              "labels-part*.json: the first session alone")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--host-matched", action="store_true",
+                        help="a diagnostic: each trace's findings replayed at the host speed "
+                             "of the truths' base blocks")
     parser.add_argument("--merge-into", type=Path, metavar="FILE",
                         help="also write the parts' labels as one labels file")
     args = parser.parse_args(argv)
@@ -160,7 +193,8 @@ def main(argv: list[str]) -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            result, errors = score(unpacked(args.folder, Path(tmp)), args.plain, args.labels)
+            result, errors = score(unpacked(args.folder, Path(tmp)), args.plain, args.labels,
+                                   args.host_matched)
             if args.merge_into:
                 args.merge_into.write_text(json.dumps(merged(args.folder), indent=1) + "\n")
         except AiprofError as error:

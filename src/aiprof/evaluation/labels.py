@@ -239,3 +239,10 @@ def load_suite(folder: Path, pattern: str = LABELS) -> list[LabelledWorkload]:
     reads one session alone, its traces and the truths timed beside them."""
     workloads = _from_suite({"workloads": _pooled_rows(folder, pattern)}, folder)
     return [w for w in workloads if w.trace.exists()]
+
+
+def base_rounds_ms(folder: Path, pattern: str = LABELS) -> dict[str, list[float]]:
+    """Every timed base block of each workload (ms, a block's median or mean step), over every
+    session the files of ``pattern`` hold: the host's speed while the truths were timed."""
+    return {name: [float(t) for row in same for t in row.get("base_rounds_ms", ())]
+            for name, same in _rows_by_workload(_documents(folder, pattern)).items()}
