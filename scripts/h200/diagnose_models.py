@@ -218,7 +218,11 @@ def graphed(build: Callable[[bool], Step]) -> Step:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step()
-    return graph.replay
+
+    def replay() -> None:
+        graph.replay()
+    replay.captured = step  # type: ignore[attr-defined]  # keeps the graph's tensors alive
+    return replay
 
 
 # ---- cases: each returns (planted step, {fix name: fixed step})

@@ -46,7 +46,14 @@ def with_tf32(mode: str, step: Step) -> Step:
 
 
 def graphed(step: Step, tf32: str) -> Step:
-    """The whole step captured once (after 3 warm-up steps on a side stream) and replayed."""
+    """The whole step captured once (after 3 warm-up steps on a side stream) and replayed.
+
+    The replay keeps ``step`` alive: the graph reads and writes the memory of the tensors the
+    step holds (the model's parameters, the optimizer's state, the inputs), which the caching
+    allocator would otherwise hand to the next variant built. Until 2026-12-03 it returned
+    ``graph.replay`` alone: two workloads' replays then read another variant's memory as token
+    ids and class targets (an illegal memory access, a device-side assert), and every graph the
+    suite timed ran on memory it no longer owned (``docs/diagnose.md``)."""
     set_tf32(tf32)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -58,7 +65,11 @@ def graphed(step: Step, tf32: str) -> Step:
     with torch.cuda.graph(graph):
         step()
     torch.cuda.synchronize()
-    return graph.replay
+
+    def replay() -> None:
+        graph.replay()
+    replay.captured = step  # type: ignore[attr-defined]  # the memory the graph uses
+    return replay
 
 
 def build_variant(build: Callable[[Ctx], Step], knobs: Knobs, device: str,
