@@ -12,7 +12,7 @@ categories and estimated gains are checked with ``aiprof.evaluation.score``: top
 
 ``--host-matched`` is a diagnostic, not the score: each trace's findings replayed on the host
 speed at which its unchanged step lasts the median of the truths' base blocks
-(``aiprof.evaluation.host_matched``), to tell the misses the host's speed explains from the
+(``aiprof.diagnose.host_matched``), to tell the misses the host's speed explains from the
 models'.
 """
 
@@ -29,6 +29,7 @@ from pathlib import Path
 from aiprof.diagnose import diagnose
 from aiprof.diagnose.context import DiagnoseOptions
 from aiprof.diagnose.engine import diagnose_rank, diagnose_trace
+from aiprof.diagnose.host_matched import at_host, host_factor
 from aiprof.errors import AiprofError
 from aiprof.evaluation import (
     Claim,
@@ -39,7 +40,6 @@ from aiprof.evaluation import (
     score_suite,
     score_workload,
 )
-from aiprof.evaluation.host_matched import at_host, host_factor
 from aiprof.evaluation.labels import LABELS, base_rounds_ms, merged
 from aiprof.evaluation.score import (
     ACCEPT_FALSE_POSITIVES,

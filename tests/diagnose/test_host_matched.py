@@ -1,5 +1,5 @@
 """The suite's estimates replayed at the host speed its truths were timed at
-(``evaluation/host_matched.py``, ``benchmarks/diagnose_score.py --host-matched``): a diagnostic
+(``diagnose/host_matched.py``, ``benchmarks/diagnose_score.py --host-matched``): a diagnostic
 of which misses the host's speed explains."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from aiprof.diagnose.context import Context, DiagnoseOptions
 from aiprof.diagnose.engine import diagnose_rank
+from aiprof.diagnose.host_matched import at_host, host_factor
 from aiprof.diagnose.host_speed import on_host
-from aiprof.evaluation.host_matched import at_host, host_factor
 from aiprof.evaluation.labels import base_rounds_ms
 from aiprof.trace import load_trace
 
