@@ -22,6 +22,7 @@ again, traces and truths of one session, recorded after every model it checks.""
 THIRD = DATA / "counterfactual_third"
 FOURTH = DATA / "counterfactual_fourth"
 FIFTH = DATA / "counterfactual_fifth"
+SIXTH = DATA / "counterfactual_sixth"
 """The fourth recording (H200, 2026-12-02 17:13-17:30 UTC): truths only (no traces), every
 workload and fix timed with the rounds rotated and fast steps given up to 15 rounds."""
 
@@ -238,6 +239,36 @@ def test_each_recording_holds_its_floors_on_its_own_sessions_truths(
     assert (suite.top1_hits >= top1 and suite.gain_hits >= gain
             and suite.false_positives <= false_positives), (
         suite.top1_hits, suite.gain_hits, suite.false_positives)
+
+
+SIXTH_WORKLOADS = ("bert_small_fp32_train", "gpt2_vocab_bf16_train",
+                   "resnet50_pageable_bf16_infer", "efficientnet_b0_pageable_nchw_train",
+                   "llama_fp32_empty_cache_train", "deeplabv3_mnv3_mask_train",
+                   "vit_small_fp32_train")
+"""The seven the sixth recording reached (2026-12-03 07:24 UTC, traces and every fix, compile
+on the first three and efficientnet_b0), chosen for their misses on the pooled truths."""
+
+
+def _on(suite: SuiteScore, names: tuple[str, ...]) -> tuple[int, int, int, int, int]:
+    """top-1 hits and cases, gain hits and cases, false positives, over ``names`` only."""
+    picked = [w for w in suite.workloads if w.workload in names]
+    top1 = [w.top1_ok for w in picked if w.top1_ok is not None]
+    gains = [c.ok for w in picked for c in w.gain_checks]
+    return (sum(top1), len(top1), sum(gains), len(gains),
+            sum(len(w.false_positives) for w in picked))
+
+
+def test_the_sixth_recording_meets_its_own_truths_where_the_pool_misses() -> None:
+    """GIVEN the sixth recording, whose traces and truths one session timed minutes apart, WHEN
+    its seven workloads are scored on that session's truths, THEN they pass 9 of 12 gain
+    checks, top-1 4 of 6, with 2 false positives; the first recording's traces of the same
+    seven on the truths of every session pooled pass 4 of 13 (top-1 4 of 6, 5 false
+    positives): the pool, of hosts up to twice as fast, is what the gain checks of these
+    host-bound steps miss (docs/diagnose.md, "A sixth recording")."""
+    own = suite_score(SIXTH, "labels*.json")
+    assert sorted(w.workload for w in own.workloads) == sorted(SIXTH_WORKLOADS)
+    assert _on(own, SIXTH_WORKLOADS) == (4, 6, 9, 12, 2)
+    assert _on(counterfactual_score(), SIXTH_WORKLOADS) == (4, 6, 4, 13, 5)
 
 
 def test_the_two_sessions_truths_agree_only_as_far_as_their_hosts() -> None:

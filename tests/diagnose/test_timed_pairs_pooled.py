@@ -69,7 +69,8 @@ RECORDINGS = {"counterfactual_1202": ("labels-replicate-1202-part1.json",
                   "labels-graph-after-fourth-efficientnet_b0_pageable_nchw_train.json",
                   "labels-graph-after-fourth-resnet50_pageable_bf16_infer.json"),
               "counterfactual_fifth": ("labels-fifth.json", "labels-fifth-compile.json"),
-              "counterfactual_graphs_kept": ("labels-graphs-kept.json",)}
+              "counterfactual_graphs_kept": ("labels-graphs-kept.json",),
+              "counterfactual_sixth": ("labels-sixth.json",)}
 """Later recordings of the whole suite: each scored alone in its own folder, its every fix
 pooled into the first recording's truths. The third session's ``graph-after`` files time
 CUDA graphs once the sync or ``empty_cache`` that kept a step from being captured is fixed,
@@ -81,7 +82,8 @@ host that ran rl_policy's launch-bound step at 22 ms where the others had taken 
 sixth (2026-12-03 07:05 UTC) timed the CUDA graphs again, and the fixes they are timed after,
 once ``protocol.graphed`` kept each graph's step alive; it also timed the graphs of the two
 ``empty_cache`` workloads for the first time, on a host faster still (rl_policy's step 16.7
-ms) and quiet (its rounds within a point)."""
+ms) and quiet (its rounds within a point). The sixth with traces (07:24 UTC) recorded seven
+workloads and every fix on a slow host again (llama_fp32's base 25.5 ms)."""
 
 
 @pytest.mark.parametrize(("folder", "name"),
