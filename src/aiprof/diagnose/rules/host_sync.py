@@ -52,6 +52,8 @@ def change(ctx: Context) -> Change | None:
 
 @dataclass(frozen=True)
 class _Fix:
+    """The fix's change and what it removes besides the syncs' waits and the reads."""
+
     change: Change
     feeders: np.ndarray
     """``cpu_ops`` rows of the ops that only fed the reads."""
@@ -115,11 +117,11 @@ def find(ctx: Context) -> Finding | None:
             "feeding_ops_per_step": round(len(fed) / steps, 1),
             "feeding_ops": [{"op": op, "count": c}
                             for op, c in feeding.most_common(ctx.options.max_items)],
-            # what the syncs cost given the queue: the replay (profiler taken out) waits this
-            # long for queued GPU work to drain, and the GPU then idles while the host refills
             # x[mask] gathers that synchronized, removed with their backward nodes
             "mask_gathers_per_step": round(len(found.gathers) / steps, 1),
             "mask_gather_backward_nodes_per_step": round(len(found.backward) / steps, 1),
+            # what the syncs cost given the queue: the replay (profiler taken out) waits this
+            # long for queued GPU work to drain, and the GPU then idles while the host refills
             "replayed_drain_wait_ms_per_step": ms(ctx.base_replayed.sync_wait_us / steps),
         },
         fix=(
