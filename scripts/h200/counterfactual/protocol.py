@@ -52,8 +52,8 @@ def graphed(step: Step, tf32: str) -> Step:
     step holds (the model's parameters, the optimizer's state, the inputs), which the caching
     allocator would otherwise hand to the next variant built. Until 2026-12-03 it returned
     ``graph.replay`` alone: two workloads' replays then read another variant's memory as token
-    ids and class targets (an illegal memory access, a device-side assert), and every graph the
-    suite timed ran on memory it no longer owned (``docs/diagnose.md``)."""
+    ids and class targets (an illegal memory access, a device-side assert); the others' graphs,
+    timed again with their step kept, took what they had taken (``docs/diagnose.md``)."""
     set_tf32(tf32)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
