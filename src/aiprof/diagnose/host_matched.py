@@ -8,7 +8,8 @@ the factor ``f`` of the trace's (``diagnose.host_speed``) at which the replayed 
 lasts the median of the truths' base blocks, and every finding's gain is replayed at that
 ``f``. Where the models are right and the host's speed is what differs, these gains meet the
 truths; what they still miss is the models'. The factor is read off the truths' bases, so this
-never replaces the trace's own estimate.
+never replaces the trace's own estimate. Only the trace's reported findings are replayed: one
+under the minimum gain at the trace's host stays out at any other.
 """
 
 from __future__ import annotations
