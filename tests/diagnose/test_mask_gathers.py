@@ -5,6 +5,7 @@ and what the fix removes on the suite's H200 records of deeplabv3's ``x[mask]`` 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +78,6 @@ def test_deeplabs_masked_loss_goes_with_the_gathers_backward(recording: str) -> 
     assert any("indexing_backward_kernel" in k for k in kernels)
     assert any("index_elementwise_kernel" in k for k in kernels)
     assert not any("softmax" in k for k in kernels)
-    from dataclasses import replace
     unblocked_only = replace(found.change, removed_cpu=(np.zeros(0), np.zeros(0)),
                              gpu_dur_us={})
     assert ctx.gain_pct(found.change) > ctx.gain_pct(unblocked_only) + 1.0
