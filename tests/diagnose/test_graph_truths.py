@@ -82,3 +82,23 @@ def test_bert_smalls_graph_takes_sdpas_math_path_too_and_runs_more_gpu_work() ->
     graph_block_ms = min(run["block_ms"]["graphed"])
     assert abs(graph_block_ms - graphed["gpu_ms"]) < 0.5  # a replay: its GPU work
     assert min(run["block_ms"]["eager"]) > graph_block_ms + 2.0  # this host: eager host-bound
+
+
+def test_cpu_bound_says_to_check_a_graph_where_attention_gets_no_mask() -> None:
+    """GIVEN the seventh recording's bert_small record, whose SDPA calls get no mask and are
+    not causal (4 a step), and gpt2_vocab's, whose calls are causal, WHEN each is diagnosed,
+    THEN bert_small's cpu_bound finding counts the calls and its fix says to check the graphed
+    step's kernels first (a mask built under capture, SDPA's slower path, not in the
+    estimate); gpt2_vocab's says nothing of it."""
+    from aiprof.diagnose import diagnose
+    from aiprof.diagnose.rules.cpu_bound import UNMASKED_CAVEAT
+
+    seventh = KERNELS.parents[1] / "counterfactual_seventh"
+    (bert,) = [f for f in diagnose(seventh / "bert_small_fp32_train.aiprof").findings
+               if f.category == "cpu_bound"]
+    assert bert.evidence["sdpa_calls_without_mask_per_step"] == 4.0
+    assert bert.fix.endswith(UNMASKED_CAVEAT.format(calls=4))
+    (gpt2,) = [f for f in diagnose(seventh / "gpt2_vocab_bf16_train.aiprof").findings
+               if f.category == "cpu_bound"]
+    assert "sdpa_calls_without_mask_per_step" not in gpt2.evidence
+    assert "graphed step's kernels" not in gpt2.fix

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiprof.analysis import intervals as iv
+from aiprof.analysis.sdpa_calls import unmasked_calls
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.explain import bounded_gain
 from aiprof.diagnose.finding import Finding
@@ -22,6 +23,17 @@ take 0.31 µs each beyond the kernel's own time on 1M elements (0.27 on 4,096, 0
 against 2.8-4.8 µs between the same kernels queued on a stream. The suite's five graphed
 launch-bound steps agree: (graphed step − kernel time) / kernels per step 0.28-0.70 µs,
 median 0.33 (``tests/diagnose/test_host_side_models.py``)."""
+
+
+UNMASKED_CAVEAT = (
+    " Check the graphed step's kernels first: {calls} scaled_dot_product_attention calls a "
+    "step get no mask and are not causal, and a library that decides from the data whether a "
+    "mask is needed only when not tracing builds one under capture (transformers counts a "
+    "capturing stream as tracing), which can send SDPA to a slower path: on the H200 suite's "
+    "BERT and DistilBERT encoders the graph ran SDPA's math path, 0.8 and 7 ms more GPU work a "
+    "step, which this estimate does not include."
+)
+"""Appended to the fix where the step has SDPA calls a capture can give a mask."""
 
 
 def graph_turnaround_us(ctx: Context) -> float | None:
@@ -120,6 +132,7 @@ def find(ctx: Context) -> Finding | None:
                                      gains_at_host_times(ctx, first, graphs, HOST_TIME_FACTORS),
                                      strict=True)]
     launch = ctx.launch
+    unmasked = unmasked_calls(ctx.trace) / max(len(ctx.trace.steps), 1)
     return Finding(
         category="cpu_bound",
         title=(
@@ -142,6 +155,8 @@ def find(ctx: Context) -> Finding | None:
             "kernels_shorter_than_launch_pct": round(launch.shorter_than_launch_pct, 1),
             "launch_cpu_ms_per_step": ms(launch.launch_us / max(len(ctx.trace.steps), 1)),
             "gpu_ms_per_step": ms(launch.gpu_us / max(len(ctx.trace.steps), 1)),
+            # where present: attention a capture can give a mask (``UNMASKED_CAVEAT``)
+            **({"sdpa_calls_without_mask_per_step": round(unmasked, 1)} if unmasked else {}),
             "after_fixing_first": sorted(blockers),
             # the same fix on a faster and a slower host (HOST_TIME_FACTORS)
             "gain_at_host_speeds": at_host,
@@ -153,6 +168,7 @@ def find(ctx: Context) -> Finding | None:
             "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.graphs), use a "
             "larger batch so each kernel does more work, and replace loops of small ops by "
             "batched or fused ones (torch._foreach_*, fused optimizers: Adam(fused=True))."
+            + (UNMASKED_CAVEAT.format(calls=round(unmasked)) if unmasked else "")
         ),
         model=(
             "replay with the CPU work between launches set to zero (every launch issued as "
