@@ -144,3 +144,37 @@ def test_vit_small_tf32_step_is_the_hosts_and_its_gemm_ops_cost_the_host_more(
     assert base_gemm_us == pytest.approx(49.6, abs=0.5) and tf32_gemm_us > base_gemm_us + 15
     assert gpu_ms["model"] == pytest.approx(10.8, abs=0.2)
     assert gpu_ms["twin"] == pytest.approx(13.2, abs=0.2)
+
+
+def test_the_1033_twins_move_gpu_and_host_the_ways_the_models_leave_out() -> None:
+    """Two fixes whose truths the models miss on the seventh recording, twinned on a faster
+    host (H200 2026-12-03 10:33 UTC, ``fix_twins_1033/``; resnet34's fixed trace did not come
+    back, its sums did):
+
+    - deeplabv3's sync-free loss takes its host from 32.1-34.0 to 27.2-28.7 ms a step, yet adds
+      GPU work: without the masked gather of the permuted logits the upsampling's gradient
+      arrives in NCHW, and ``upsample_bilinear2d``'s backward runs its NCHW kernel (4.35 ms for
+      two calls) where the base ran the NHWC one for one of them (0.97 ms; the other 0.38 ms). On this host the step did
+      not gain (-0.09%).
+    - resnet34's channels_last halves its GPU time (17.2 to 8.4 ms, 822 to 625 kernels) and
+      its host per step falls 0.5 ms at the median (23.2 to 22.7 ms, the base's own three
+      timings spreading 21.5-24.8): less than the 197 launch calls fewer would take at 6-7 µs each,
+      and the step, host-bound after the fix, lost 5%."""
+    doc = json.loads((DATA.parent / "fix_twins_1033" / "fix_twins.json").read_text())
+    pairs = {(p["workload"], p["fix"]): p for p in doc["pairs"]}
+    masked = pairs[("deeplabv3_mnv3_mask_train", "sync_free")]
+    host = masked["host_ms_per_step"]
+    assert max(host["sync_free"]) + 3.0 < min(host["base"])
+    assert masked["gpu_ms"][1] > masked["gpu_ms"][0] + 0.5
+    upsample = {"nhwc" in c["name"]: c for c in masked["changed_kernels_us"]
+                if "upsample_bilinear2d_backward" in c["name"]}  # NHWC kernel or not
+    assert upsample[False]["fixed"][1] > 4000.0 > 1000.0 > upsample[False]["base"][1]
+    assert upsample[True]["fixed"] is None and upsample[True]["base"][1] > 500.0
+    assert abs(masked["gain_pct"]) < 1.0
+    layout = pairs[("resnet34_nchw_bf16_train", "channels_last")]
+    assert layout["gpu_ms"][1] < 0.5 * layout["gpu_ms"][0]
+    assert layout["kernels_per_step"][0] - layout["kernels_per_step"][1] > 150
+    host = layout["host_ms_per_step"]
+    saved_ms = statistics.median(host["base"]) - statistics.median(host["channels_last"])
+    assert saved_ms < 1.0
+    assert layout["gain_pct"] < 0.0

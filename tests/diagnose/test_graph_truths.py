@@ -102,3 +102,23 @@ def test_cpu_bound_says_to_check_a_graph_where_attention_gets_no_mask() -> None:
                if f.category == "cpu_bound"]
     assert "sdpa_calls_without_mask_per_step" not in gpt2.evidence
     assert "graphed step's kernels" not in gpt2.fix
+
+
+def test_vit_smalls_graph_takes_the_math_path_as_well_and_is_slower_than_eager() -> None:
+    """ViT-S (FP32, TF32 off), graphed and eager in one process (H200 2026-12-03 10:33 UTC,
+    ``scripts/h200/graph_kernels.py``, user annotations left out): its six attention calls get
+    a ``(64, 1, 197, 197)`` boolean mask under capture only; the graph runs no memory-efficient
+    attention kernel and 2.0 ms more GPU work (29.8 against 27.8 ms), and replays slower than
+    the eager step in every round (29.9-30.0 against 28.4 ms): the -5.5 to -5.8% of every
+    session's graph truth on this GPU-bound step."""
+    doc = json.loads((KERNELS.parents[1] / "counterfactual_seventh"
+                      / "vit_small_graph_kernels.json").read_text())
+    run = doc["workloads"]["vit_small_fp32_train"]
+    assert {(c["capturing"], c["mask"]) for c in run["sdpa_calls"]} == {
+        (False, "None"), (True, "torch.bool (64, 1, 197, 197)")}
+    eager, graphed = run["eager"], run["graphed"]
+    fused = [sum(op["ms"] for op in w["top_ops"] if "fmha_cutlass" in op["name"])
+             for w in (eager, graphed)]
+    assert fused[0] > 3.0 and fused[1] == 0.0
+    assert 1.5 < graphed["gpu_ms"] - eager["gpu_ms"] < 2.5
+    assert min(run["block_ms"]["graphed"]) > max(run["block_ms"]["eager"]) + 1.0

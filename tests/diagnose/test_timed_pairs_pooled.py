@@ -23,6 +23,7 @@ SOURCES = {
     "compiled_sixth/compiled_steps.json": "labels-compiled-sixth.json",
     "fix_twins_0311/fix_twins.json": "labels-twins-0311.json",
     "read_feeders_twins/read_feeders_twins.json": "labels-twins-2033.json",
+    "fix_twins_1033/fix_twins.json": "labels-twins-1033.json",
 }
 
 
@@ -70,7 +71,9 @@ RECORDINGS = {"counterfactual_1202": ("labels-replicate-1202-part1.json",
                   "labels-graph-after-fourth-resnet50_pageable_bf16_infer.json"),
               "counterfactual_fifth": ("labels-fifth.json", "labels-fifth-compile.json"),
               "counterfactual_graphs_kept": ("labels-graphs-kept.json",),
-              "counterfactual_sixth": ("labels-sixth.json",)}
+              "counterfactual_sixth": ("labels-sixth.json",),
+              "counterfactual_seventh": ("labels-seventh-a.json", "labels-seventh-b.json",
+                                         "labels-seventh-c.json", "labels-seventh-compile.json")}
 """Later recordings of the whole suite: each scored alone in its own folder, its every fix
 pooled into the first recording's truths. The third session's ``graph-after`` files time
 CUDA graphs once the sync or ``empty_cache`` that kept a step from being captured is fixed,
@@ -83,7 +86,9 @@ sixth (2026-12-03 07:05 UTC) timed the CUDA graphs again, and the fixes they are
 once ``protocol.graphed`` kept each graph's step alive; it also timed the graphs of the two
 ``empty_cache`` workloads for the first time, on a host faster still (rl_policy's step 16.7
 ms) and quiet (its rounds within a point). The sixth with traces (07:24 UTC) recorded seven
-workloads and every fix on a slow host again (llama_fp32's base 25.5 ms)."""
+workloads and every fix on a slow host again (llama_fp32's base 25.5 ms). The seventh
+(2026-12-03 09:54-10:10 UTC) recorded all 26 so, traces and every fix in one run, in three calls
+on one machine, compile on two of them apart (``--no-traces``)."""
 
 
 @pytest.mark.parametrize(("folder", "name"),
