@@ -154,8 +154,8 @@ def test_the_1033_twins_move_gpu_and_host_the_ways_the_models_leave_out() -> Non
     - deeplabv3's sync-free loss takes its host from 32.1-34.0 to 27.2-28.7 ms a step, yet adds
       GPU work: without the masked gather of the permuted logits the upsampling's gradient
       arrives in NCHW, and ``upsample_bilinear2d``'s backward runs its NCHW kernel (4.35 ms for
-      two calls) where the base ran the NHWC one for one of them (0.97 ms; the other 0.38 ms). On this host the step did
-      not gain (-0.09%).
+      two calls) where the base ran the NHWC one for one of them (0.97 ms; the other 0.38 ms).
+      On this host the step did not gain (-0.09%).
     - resnet34's channels_last halves its GPU time (17.2 to 8.4 ms, 822 to 625 kernels) and
       its host per step falls 0.5 ms at the median (23.2 to 22.7 ms, the base's own three
       timings spreading 21.5-24.8): less than the 197 launch calls fewer would take at 6-7 µs each,
