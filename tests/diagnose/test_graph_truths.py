@@ -53,6 +53,18 @@ def test_under_capture_transformers_hands_sdpa_a_mask_that_sends_it_to_the_math_
                          "mask": "torch.bool (24, 1, 256, 256)", "calls": 6}]
 
 
+def _masked_under_capture(prefix: str, workload: str, mask_shape: str) -> dict:
+    """``scripts/h200/graph_kernels.py``'s record of ``workload`` (in the seventh recording's
+    folder), checked to show its SDPA calls without a mask eager and with a boolean mask of
+    ``mask_shape`` while the stream captures."""
+    doc = json.loads((KERNELS.parents[1] / "counterfactual_seventh"
+                      / f"{prefix}_graph_kernels.json").read_text())
+    run: dict = doc["workloads"][workload]
+    assert {(c["capturing"], c["mask"]) for c in run["sdpa_calls"]} == {
+        (False, "None"), (True, f"torch.bool {mask_shape}")}
+    return run
+
+
 def test_bert_smalls_graph_takes_sdpas_math_path_too_and_runs_more_gpu_work() -> None:
     """bert_small_fp32_train (FP32, TF32 off) graphed and eager, one process, H200 2026-12-03
     10:09 UTC (``scripts/h200/graph_kernels.py``): its four attention calls get no mask eager
@@ -64,11 +76,7 @@ def test_bert_smalls_graph_takes_sdpas_math_path_too_and_runs_more_gpu_work() ->
     eager step was host-bound (13.5 ms) and the graph gained 21%; where the eager step ran at
     about its GPU work (10.1 ms, the fast hosts of 2026-12-03), the graph's 10.7 ms was
     slower, the -4.7 and -5.8% those sessions measured."""
-    doc = json.loads((KERNELS.parents[1] / "counterfactual_seventh"
-                      / "bert_small_graph_kernels.json").read_text())
-    run = doc["workloads"]["bert_small_fp32_train"]
-    assert {(c["capturing"], c["mask"]) for c in run["sdpa_calls"]} == {
-        (False, "None"), (True, "torch.bool (32, 1, 128, 128)")}
+    run = _masked_under_capture("bert_small", "bert_small_fp32_train", "(32, 1, 128, 128)")
     eager, graphed = run["eager"], run["graphed"]
 
     def ms(work: dict, part: str) -> float:
@@ -111,11 +119,7 @@ def test_vit_smalls_graph_takes_the_math_path_as_well_and_is_slower_than_eager()
     attention kernel and 2.0 ms more GPU work (29.8 against 27.8 ms), and replays slower than
     the eager step in every round (29.9-30.0 against 28.4 ms): the -5.5 to -5.8% of every
     session's graph truth on this GPU-bound step."""
-    doc = json.loads((KERNELS.parents[1] / "counterfactual_seventh"
-                      / "vit_small_graph_kernels.json").read_text())
-    run = doc["workloads"]["vit_small_fp32_train"]
-    assert {(c["capturing"], c["mask"]) for c in run["sdpa_calls"]} == {
-        (False, "None"), (True, "torch.bool (64, 1, 197, 197)")}
+    run = _masked_under_capture("vit_small", "vit_small_fp32_train", "(64, 1, 197, 197)")
     eager, graphed = run["eager"], run["graphed"]
     fused = [sum(op["ms"] for op in w["top_ops"] if "fmha_cutlass" in op["name"])
              for w in (eager, graphed)]
