@@ -21,6 +21,7 @@ import numpy as np
 
 from aiprof.analysis import intervals as iv
 from aiprof.analysis.kernel_kinds import ELEMENTWISE, GEMM_OR_CONV
+from aiprof.analysis.sdpa_calls import causal, sdpa_rows
 from aiprof.diagnose.compiled_host import (
     CONVOLUTION_BACKWARD_OP,
     CONVOLUTION_OP,
@@ -39,11 +40,6 @@ FUSED_ATTENTION_FORWARD = re.compile(r"^aten::_(efficient|flash|cudnn)_attention
 FUSED_ATTENTION_BACKWARD = re.compile(r"^aten::_(efficient|flash|cudnn)_attention_backward$")
 """The ops that launch ``scaled_dot_product_attention``'s fused kernels (memory-efficient,
 flash, cuDNN), forward and backward."""
-SDPA_OP = re.compile(r"^aten::scaled_dot_product_attention$")
-SDPA_IS_CAUSAL = 5
-"""Position of ``is_causal`` among ``scaled_dot_product_attention``'s arguments (query, key,
-value, attn_mask, dropout_p, is_causal, scale, enable_gqa), as the profiler records its
-concrete inputs."""
 MATH_ATTENTION_FORWARD_GEMMS = 2
 """Extern GEMMs of a compiled training step per SDPA forward: Inductor ran SDPA's math
 decomposition (``bmm`` of the scores, a generated ``_safe_softmax`` kernel with the mask and
@@ -119,15 +115,8 @@ def math_attention(trace: Trace) -> bool:
     Inductor ran as its math decomposition were (bert_small, vit_small, distilbert); no
     compiled causal training step is recorded (gpt2_vocab and llama_fp32's SDPA are causal),
     so a causal one keeps its fused kernels' one call."""
-    ops = trace.cpu_ops
-    rows = np.flatnonzero(trace.strings.mask(ops.name_id, SDPA_OP))
-    if not len(rows):
-        return False
-    flags = [trace.json_value(int(ops.concrete_inputs_id[r])) for r in rows.tolist()
-             if ops.concrete_inputs_id[r] >= 0]
-    return len(flags) == len(rows) and all(
-        isinstance(f, list) and len(f) > SDPA_IS_CAUSAL and f[SDPA_IS_CAUSAL] == "False"
-        for f in flags)
+    rows = sdpa_rows(trace)
+    return bool(len(rows)) and all(causal(trace, r) is False for r in rows.tolist())
 
 
 def helper_kernel(trace: Trace, rows: np.ndarray) -> np.ndarray:
