@@ -32,20 +32,16 @@ def sdpa_rows(trace: Trace) -> np.ndarray:
     return rows
 
 
-def _recorded(trace: Trace, text_id: int) -> object:
-    return trace.json_value(int(text_id)) if text_id >= 0 else None
-
-
 def causal(trace: Trace, row: int) -> bool | None:
     """Whether the call was causal; None where its value was not recorded."""
-    values = _recorded(trace, int(trace.cpu_ops.concrete_inputs_id[row]))
+    values = trace.json_value(int(trace.cpu_ops.concrete_inputs_id[row]))
     flag = values[CAUSAL_ARG] if isinstance(values, list) and len(values) > CAUSAL_ARG else None
     return {"True": True, "False": False}.get(flag) if isinstance(flag, str) else None
 
 
 def without_mask(trace: Trace, row: int) -> bool:
     """Whether the call's ``attn_mask`` was None (recorded as an empty shape)."""
-    dims = _recorded(trace, int(trace.cpu_ops.input_dims_id[row]))
+    dims = trace.json_value(int(trace.cpu_ops.input_dims_id[row]))
     return isinstance(dims, list) and len(dims) > MASK_ARG and dims[MASK_ARG] == []
 
 
