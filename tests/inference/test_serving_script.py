@@ -82,7 +82,10 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert stack["transport_under_load_us"] > 0 and stack["transport_alone_us"] > 0
         assert stack["forming_under_load_us"] >= 0  # recorded for the gap between batches
         gaps = stack["gap_under_load_us"]  # measured per batch, what the simulator draws from
-        assert 1 <= len(gaps) <= 64 and gaps == sorted(gaps) and gaps[0] >= 0
+        # (none where no batch was due when its instance became free: on a contended host the
+        # tiny models' calibration can serve every batch on arrival; test_batch_gap checks the
+        # rule on fixed times)
+        assert len(gaps) <= 64 and gaps == sorted(gaps) and all(g >= 0 for g in gaps)
         for name in ("device_spread", "host_spread"):  # what the simulator drew batches from
             spread = stack[name]
             assert len(spread["factors"]) == len(spread["batch_sizes"]) >= 1
