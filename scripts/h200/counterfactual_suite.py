@@ -43,7 +43,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from counterfactual import custom, hf, protocol, vision  # noqa: E402
+from counterfactual import calls, custom, hf, protocol, vision  # noqa: E402
 from counterfactual.knobs import FIXES, Fix, Step, turned  # noqa: E402
 from counterfactual.workload import Workload  # noqa: E402
 
@@ -269,8 +269,8 @@ def pack(traces: Path, out: Path, tag: str) -> None:
 
 
 def chosen(args: argparse.Namespace) -> list[Workload]:
-    if args.cases:
-        by_name = {w.name: w for w in WORKLOADS}
+    if args.cases:  # the held-out steps that call their model several times, by name only
+        by_name = {w.name: w for w in WORKLOADS + calls.WORKLOADS}
         unknown = [c for c in args.cases if c not in by_name]
         if unknown:
             raise SystemExit(f"unknown workloads {unknown}; known: {sorted(by_name)}")

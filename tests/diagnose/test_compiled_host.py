@@ -326,3 +326,108 @@ def test_distilbert_miss_is_the_time_of_a_launch_call_not_the_count() -> None:
     entry = next(w for w in doc["workloads"] if w["workload"] == "distilbert_sync_train")
     assert (statistics.median(entry["compile_rounds_ms"])
             / statistics.median(entry["base_rounds_ms"])) < 0.8
+
+
+SEVENTH = COMPILED.parent / "counterfactual_seventh"
+ACCUMULATE = "torch::autograd::AccumulateGrad"
+BACKWARD_NODE = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+
+
+def _weights_trace(path: Path, uses: int, *, autocast: bool = False) -> Trace:
+    """A step using one ``[8, 4]`` weight ``uses`` times (under autocast, each an
+    ``aten::linear`` inside another), then a backward accumulating it once."""
+    b = TraceBuilder()
+    for k in range(uses):
+        dims = [[2, 4], [8, 4], [8]]
+        if autocast:
+            b.cpu_op("aten::linear", 10.0 * k, 8.0, **{"Input Dims": dims})
+        b.cpu_op("aten::linear", 10.0 * k + 1.0, 6.0, **{"Input Dims": dims})
+    lo = 10.0 * uses + 5.0
+    b.cpu_op(BACKWARD_NODE, lo, 4.0)
+    b.cpu_op(ACCUMULATE, lo + 1.0, 2.0, **{"Input Dims": [[8, 4]]})
+    b.kernel(ADD, 0.0, 1.0, 1.0)
+    b.step(0, 0.0, lo + 10.0)
+    return load_trace(b.write(path))
+
+
+def test_a_weight_used_three_times_a_step_is_three_calls_of_the_model(tmp_path: Path) -> None:
+    """GIVEN a step whose ``[8, 4]`` weight is applied 3 times and accumulated once, WHEN its
+    calls are counted, THEN 3; under autocast (each ``aten::linear`` calls ``aten::linear``
+    again after casting) still 3; once, 1."""
+    assert ch.calls_per_step(_weights_trace(tmp_path / "three.json.gz", 3)) == 3
+    assert ch.calls_per_step(_weights_trace(tmp_path / "cast.json.gz", 3, autocast=True)) == 3
+    assert ch.calls_per_step(_weights_trace(tmp_path / "once.json.gz", 1)) == 1
+
+
+def test_the_rollouts_call_their_policy_32_times_as_their_compiled_steps_did() -> None:
+    """GIVEN the recorded eager steps (``counterfactual_seventh``'s ``aiprof.profile`` records),
+    WHEN each step's model calls are counted from its weights' uses, THEN the two rollouts call
+    their policy 32 times, as many ``Torch-Compiled Region`` and ``CompiledFunctionBackward``
+    as their compiled steps recorded a step, and every other workload once (BERT's 17 weights
+    of one shape, autocast's nested ``linear``, ResNet's repeated block shapes)."""
+    for name in ("rl_policy_rollout", "rl_policy_item_sync"):
+        compiled = load_trace(COMPILED / f"{name}.compiled.trace.json.gz")
+        ops = compiled.cpu_ops
+        for pattern in (ch.FORWARD_REGION, ch.BACKWARD_REGION):
+            per_step = np.count_nonzero(compiled.strings.mask(ops.name_id, pattern)) / len(
+                compiled.steps)
+            assert per_step == 32
+    counted = {p.name.removesuffix(".aiprof"): ch.calls_per_step(load_trace(
+        p / "rank0.trace.json.gz")) for p in sorted(SEVENTH.glob("*.aiprof"))}
+    assert len(counted) == 26
+    assert {n: c for n, c in counted.items() if c != 1} == {"rl_policy_rollout": 32,
+                                                          "rl_policy_item_sync": 32}
+
+
+HELD_OUT = COMPILED.parent / "counterfactual_calls"
+"""Three steps that call their model several times, none of them read to build the count
+(H200, 2026-12-03 14:59 UTC, ``scripts/h200/counterfactual/calls.py``): the base traced, compile
+timed in 5 interleaved rounds (``labels-calls.json``) and again in 3 with a trace of the
+compiled step (``compiled_steps.py``: ``labels-calls-compiled.json``)."""
+
+
+@pytest.mark.parametrize(("name", "calls"), [("cell_bptt_train", 24), ("refine_mlp_train", 8),
+                                             ("multi_crop_convnet_train", 6)])
+def test_held_out_steps_call_their_model_as_often_as_their_compiled_steps(name: str,
+                                                                          calls: int) -> None:
+    """GIVEN a recurrent cell unrolled over 24 time steps, a denoiser in 8 rounds, a convnet on
+    6 crops, WHEN the eager record's calls are counted, THEN as many as the compiled step's
+    trace holds forward regions and backward nodes a step; and compile, replayed with a graph
+    call per call, is a loss, as both timings measured (cell -2.7 and -8.0%, denoiser -50.1 and
+    -42.7%, convnet -19.6 and -1.2%): no fusion finding, where the count of one call a step
+    claimed 21.7% for the cell."""
+    from aiprof.diagnose import diagnose
+
+    record = HELD_OUT / f"{name}.aiprof"
+    assert ch.calls_per_step(load_trace(record / "rank0.trace.json.gz")) == calls
+    compiled = load_trace(HELD_OUT / f"{name}.compiled.trace.json.gz")
+    for pattern in (ch.FORWARD_REGION, ch.BACKWARD_REGION):
+        assert np.count_nonzero(compiled.strings.mask(compiled.cpu_ops.name_id, pattern)) == (
+            calls * len(compiled.steps))
+    timed = [f["gain_pct"] for file in ("labels-calls.json", "labels-calls-compiled.json")
+             for w in json.loads((HELD_OUT / file).read_text())["workloads"]
+             if w["workload"] == name for f in w["fixes"] if f["name"] == "compile"]
+    assert len(timed) == 2 and all(g < 0 for g in timed)
+    assert "unfused_elementwise" not in {f.category for f in diagnose(str(record)).findings}
+    ctx = Context(load_trace(record / "rank0.trace.json.gz"), DiagnoseOptions())
+    change = unfused_elementwise.change(ctx)
+    assert change is not None and ctx.replay_us(change) > ctx.base_us
+
+
+@pytest.mark.parametrize("name", ["rl_policy_rollout", "rl_policy_item_sync"])
+@pytest.mark.parametrize("folder", ["counterfactual", "counterfactual_seventh"])
+def test_compile_on_a_policy_called_per_environment_step_is_a_loss(folder: str,
+                                                                   name: str) -> None:
+    """GIVEN a rollout's eager record (the policy called 32 times a step, hundreds of tiny
+    kernels), WHEN compile is replayed with a forward and a backward graph call per call of the
+    policy, THEN the step is slower, as every timing of the compiled rollouts measured (-6 to
+    -53%, ``labels-compiled-first``, ``labels-rerun-compile``, ``labels-seventh-compile-host``),
+    and no finding claims a gain."""
+    from aiprof.diagnose import diagnose
+
+    path = COMPILED.parent / folder / f"{name}.aiprof"
+    result = diagnose(str(path))
+    assert "unfused_elementwise" not in {f.category for f in result.findings}
+    ctx = Context(load_trace(path / "rank0.trace.json.gz"), DiagnoseOptions())
+    change = unfused_elementwise.change(ctx)
+    assert change is not None and ctx.replay_us(change) > ctx.base_us

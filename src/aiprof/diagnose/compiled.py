@@ -36,10 +36,11 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
   ``AccumulateGrad``, the DataLoader, the allocator, syncs and host work
   (``cpu_bound.host_cpu``). Each step calls the graph again: runs do not fuse across steps.
 
-What it leaves out: graph breaks and recompilations (one forward and one backward graph a
-step), the model's boundary inside a step (the step outside the eager spans is taken as
-compiled: a policy called per environment step next to eager sampling code counts as one
-graph), and Inductor's layout optimization.
+What it leaves out: graph breaks and recompilations (one forward and one backward graph per
+call of the model: ``compiled_host.calls_per_step`` counts the calls a step makes from how
+often it uses each weight), the model's boundary inside a step (the step outside the eager
+spans is taken as compiled: the eager sampling code between a policy's calls fuses with it),
+and Inductor's layout optimization.
 """
 
 from __future__ import annotations

@@ -184,6 +184,59 @@ def parameters_per_step(trace: Trace) -> float:
     return float(nodes) / max(len(trace.steps), 1)
 
 
+WEIGHT_OP = re.compile(r"^aten::(linear|convolution)$")
+"""The ops that apply a weight parameter, its shape their second input's (``Input Dims``)."""
+PARAMETER_NODE = re.compile(r"^torch::autograd::AccumulateGrad$")
+"""The node that accumulates one parameter's gradient, its shape its input's."""
+
+
+def calls_per_step(trace: Trace) -> int:
+    """How many times a step calls its model, the compiled graph's calls: per weight shape,
+    the forward's ``linear``/``convolution`` ops with that weight (the backward's recomputed
+    ones left out, and an op inside another of them, autocast's: ``outermost``) over the
+    parameters of that shape whose gradient the backward accumulates, the median over shapes,
+    rounded (at least 1). A model called once uses each weight once (layers of one shape are
+    as many parameters as uses; a tied embedding's ``linear`` is its one use); a policy called
+    per environment step (``rl_policy``: each ``[64, 16]`` weight 32 times a step) pays
+    Dynamo's guards and the runtime wrappers per call: the compiled steps of
+    ``tests/data/diagnose/compiled`` recorded 32 ``Torch-Compiled Region`` and 32
+    ``CompiledFunctionBackward`` a step for it. 1 without shapes or without a backward. A loop
+    inside the compiled ``forward`` reads the same and is one call: the trace does not tell
+    them apart, and the finding's fix says which is assumed."""
+    ops = trace.cpu_ops
+    weight = np.flatnonzero(trace.strings.mask(ops.name_id, WEIGHT_OP))
+    weight = outermost(trace, weight[~iv.contains(backward_spans(trace), ops.ts_us[weight])])
+    nodes = np.flatnonzero(trace.strings.mask(ops.name_id, PARAMETER_NODE))
+    uses, params = (_shape_counts(trace, rows, at) for rows, at in ((weight, 1), (nodes, 0)))
+    ratios = [n / params[shape] for shape, n in uses.items() if params.get(shape)]
+    return max(1, round(float(np.median(ratios)))) if ratios else 1
+
+
+def outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The CPU ops of ``rows`` that run inside none of the others on their thread: autocast's
+    ``aten::linear`` casts its inputs and calls ``aten::linear`` again (one use, two ops)."""
+    ops = trace.cpu_ops
+    rows = rows[np.lexsort((-ops.dur_us[rows], ops.ts_us[rows], ops.tid[rows]))]
+    keep = np.ones(len(rows), dtype=bool)
+    for tid in np.unique(ops.tid[rows]).tolist():
+        mine = np.flatnonzero(ops.tid[rows] == tid)
+        ends = np.maximum.accumulate(ops.end_us[rows[mine]])
+        keep[mine[1:]] = ops.ts_us[rows[mine[1:]]] >= ends[:-1]
+    return np.sort(rows[keep])
+
+
+def _shape_counts(trace: Trace, rows: np.ndarray, index: int) -> dict[str, int]:
+    """Ops of ``rows`` by the shape of their input ``index`` (its dims as text)."""
+    ids, counts = np.unique(trace.cpu_ops.input_dims_id[rows], return_counts=True)
+    out: dict[str, int] = {}
+    for text_id, count in zip(ids.tolist(), counts.tolist(), strict=True):
+        dims = trace.json_value(text_id) or []
+        if len(dims) > index and dims[index]:
+            key = str(dims[index])
+            out[key] = out.get(key, 0) + count
+    return out
+
+
 def launch_call_us(trace: Trace) -> float | None:
     """Median duration of the runtime calls that launched a kernel (``LAUNCH_CALL``)."""
     rows = np.unique(trace.kernels.launch_row[trace.kernels.launch_row >= 0])

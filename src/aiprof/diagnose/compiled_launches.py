@@ -9,8 +9,10 @@ op (a GEMM, an ATen fallback; a convolution costs its own, a backward one about 
 ones) one call of it from the wrapper, whatever number of kernels it launches (in a training
 step a non-causal SDPA forward is its math decomposition's two GEMMs and five generated
 kernels, its backward four and five); an op Inductor generates launches none of ATen's
-helper kernels for it (``helper_kernel``: a reduction's memset); per step one forward call
-(per parameter in training), and one backward call where the step has a backward.
+helper kernels for it (``helper_kernel``: a reduction's memset); per call of the model
+(``compiled_host.calls_per_step``: once a step, or once per use of its weights, a policy called
+per environment step) one forward graph call (per parameter in training), and one backward
+call where the step has a backward.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from aiprof.diagnose.compiled_host import (
     CONVOLUTION_OP,
     TRAINING_LAUNCHES_PER_KERNEL,
     backward_spans,
+    calls_per_step,
     host_costs,
 )
 from aiprof.diagnose.compiled_kernels import kernels_per_row
@@ -64,9 +67,9 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
                       fallback_launch_call_us: float,
                       runs: dict[int, np.ndarray] | None = None) -> dict[int, float]:
     """Per GPU op row: the host's cost before the launch of each kernel of ``rows`` (GPU ops of
-    the compiled part) that ``gpu_dur_us`` does not remove; the first of each step also pays a
-    forward call (without autograd's part in a step without a backward), the first in the
-    backward a backward call."""
+    the compiled part) that ``gpu_dur_us`` does not remove; per call of the model a step makes
+    (``calls_per_step``), a kernel of the forward also pays a forward call (without autograd's
+    part in a step without a backward), one of the backward a backward call."""
     gpu, rt, ops = trace.gpu_ops, trace.runtime, trace.cpu_ops
     gone = np.fromiter((r for r, d in gpu_dur_us.items() if d <= 0), np.int64)
     rows = np.unique(rows[gpu.launch_row[rows] >= 0])
@@ -99,14 +102,24 @@ def compiled_launches(trace: Trace, rows: np.ndarray, gpu_dur_us: dict[int, floa
                              + MATH_ATTENTION_GENERATED_KERNELS * costs.generated_launch_us)
     cost[~generated & ~first_of_their_op(op, at)] = 0.0  # one dispatch an op
     forward_call = costs.forward_call_us if training else costs.inference_call_us
+    calls = calls_per_step(trace)
     steps = trace.steps
     for lo, hi in zip(steps.start_us, steps.end_us, strict=True):
         mine = (at >= lo) & (at <= hi)
-        for part, call_us in ((mine, forward_call), (mine & backward, costs.backward_call_us)):
-            if part.any():
-                first = np.flatnonzero(part)[int(np.argmin(at[part]))]
-                cost[first] += call_us
+        for part, call_us in ((mine & ~backward, forward_call),
+                              (mine & backward, costs.backward_call_us)):
+            cost[call_starts(part, at, calls)] += call_us
     return dict(zip(rows.tolist(), cost.tolist(), strict=True))
+
+
+def call_starts(part: np.ndarray, at: np.ndarray, calls: int) -> np.ndarray:
+    """Indices of the kernels that pay a graph call: of those where ``part``, in launch order
+    (``at``), the first of each of ``calls`` groups of equal size (fewer where fewer kernels;
+    where the step has no forward kernel, none)."""
+    order = np.flatnonzero(part)[np.argsort(at[part], kind="stable")]
+    if not len(order):
+        return order
+    return order[np.unique(np.arange(calls) * len(order) // calls)]
 
 
 def math_attention(trace: Trace) -> bool:

@@ -7,6 +7,7 @@ import numpy as np
 
 from aiprof.diagnose.attention import Attention, find_attention, fused_durations
 from aiprof.diagnose.compiled import compile_change
+from aiprof.diagnose.compiled_host import calls_per_step
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
 from aiprof.diagnose.replay import Change
@@ -30,6 +31,14 @@ def change(ctx: Context, regions: list[Attention] | None = None) -> Change | Non
     return compile_change(ctx, fused_durations(ctx.trace, regions))
 
 
+CALLS_NOTE = (
+    " The step calls the model {calls} times (each weight is used {calls} times a step): "
+    "compiled, each call pays Dynamo's guards and the runtime wrappers, forward and backward, "
+    "which the estimate counts; a loop inside the compiled function would be one call."
+)
+"""Appended to the fix where the step calls its model more than once (``calls_per_step``)."""
+
+
 def find(ctx: Context) -> Finding | None:
     """Chains of elementwise/normalization kernels that one fused kernel would replace."""
     chains = ctx.chains.chains
@@ -44,6 +53,7 @@ def find(ctx: Context) -> Finding | None:
     dur = ctx.trace.gpu_ops.dur_us
     attention_us = sum(float(dur[np.concatenate([a.forward_rows, a.backward_rows])].sum())
                        for a in regions)
+    calls = calls_per_step(ctx.trace)
     title = f"{len(chains)} chains of {ctx.chains.num_kernels} memory-bound kernels to fuse"
     if regions:
         title += (f"; {len(regions)} hand-written attention blocks "
@@ -65,11 +75,13 @@ def find(ctx: Context) -> Finding | None:
                 ctx, sum(a.forward_us + a.backward_us for a in regions)) if regions else None,
             "attention_shapes": sorted({f"N={a.heads_x_batch} Sq={a.seq_q} Sk={a.seq_k} "
                                         f"D={a.head_dim}" for a in regions})[:3],
+            **({"model_calls_per_step": calls} if calls > 1 else {}),
         },
         fix=(
             "Fuse the chains: torch.compile(model) generates one kernel per chain; or call "
             "the fused ops (F.gelu, F.layer_norm, F.scaled_dot_product_attention) instead of "
             "writing them out of elementary ops."
+            + (CALLS_NOTE.format(calls=calls) if calls > 1 else "")
         ),
         model=(
             "replay with each chain reduced to its longest kernel (one read, one write); "
