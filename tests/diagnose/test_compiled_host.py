@@ -431,3 +431,33 @@ def test_compile_on_a_policy_called_per_environment_step_is_a_loss(folder: str,
     ctx = Context(load_trace(path / "rank0.trace.json.gz"), DiagnoseOptions())
     change = unfused_elementwise.change(ctx)
     assert change is not None and ctx.replay_us(change) > ctx.base_us
+
+
+def test_the_code_between_a_policys_calls_and_its_backward_stay_eager() -> None:
+    """GIVEN a rollout's eager record (the policy's four linears and two tanh a call, then the
+    action sampling and the environment in tensor ops), WHEN the spans compile leaves eager are
+    read, THEN they hold the sampling ops and their backward nodes (``log_softmax``,
+    ``gather``), and none of the policy's (``linear``, ``tanh``, their backward nodes); a step
+    that calls its model once gets none (the whole step is taken as compiled)."""
+    from aiprof.analysis import intervals as iv
+    from aiprof.diagnose.compiled import between_calls
+
+    trace = load_trace(SEVENTH / "rl_policy_rollout.aiprof" / "rank0.trace.json.gz")
+    ops = trace.cpu_ops
+    spans = between_calls(trace)
+    names = np.array([trace.name(int(i)) for i in ops.name_id])
+    inside = iv.contains(spans, ops.ts_us)
+
+    def share(name: str) -> float:
+        return float(inside[names == name].mean())
+
+    for eager in ("aten::log_softmax", "aten::gather", "aten::argmax", "aten::clamp",
+                  "autograd::engine::evaluate_function: LogSoftmaxBackward0",
+                  "autograd::engine::evaluate_function: GatherBackward0"):
+        assert share(eager) == 1.0, eager
+    for compiled in ("aten::linear", "aten::tanh",
+                     "autograd::engine::evaluate_function: AddmmBackward0",
+                     "autograd::engine::evaluate_function: TanhBackward0"):
+        assert share(compiled) == 0.0, compiled
+    once = load_trace(SEVENTH / "bert_small_fp32_train.aiprof" / "rank0.trace.json.gz")
+    assert len(between_calls(once)[0]) == 0

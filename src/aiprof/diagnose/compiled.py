@@ -35,12 +35,15 @@ The model (aiprof's), on the kernels and CPU time actually in the trace:
   optimizer), the loop's work between the backward and the optimizer (``after_backward``),
   ``AccumulateGrad``, the DataLoader, the allocator, syncs and host work
   (``cpu_bound.host_cpu``). Each step calls the graph again: runs do not fuse across steps.
+- **Calls of the model.** A step that calls its model N times (``compiled_host.calls_per_step``:
+  how often it uses each weight) pays N forward and N backward graph calls, and the code
+  between the calls stays eager with its backward (``between_calls``: a rollout's sampling and
+  environment around its policy). A step that calls it once is taken as compiled whole.
 
 What it leaves out: graph breaks and recompilations (one forward and one backward graph per
-call of the model: ``compiled_host.calls_per_step`` counts the calls a step makes from how
-often it uses each weight), the model's boundary inside a step (the step outside the eager
-spans is taken as compiled: the eager sampling code between a policy's calls fuses with it),
-and Inductor's layout optimization.
+call of the model), where a module's ``forward`` begins and ends (with several calls, its ops
+before its first weight op and after its last count as eager; with one, the step's loss counts
+as compiled), and Inductor's layout optimization.
 """
 
 from __future__ import annotations
@@ -53,7 +56,14 @@ from aiprof.analysis import intervals as iv
 from aiprof.analysis.breakdown import step_window
 from aiprof.analysis.fusion_chains import MIN_LENGTH
 from aiprof.analysis.launch import launched_at, launched_in
-from aiprof.diagnose.compiled_host import accumulate_grad_spans, backward_spans, host_costs
+from aiprof.diagnose.compiled_host import (
+    AUTOGRAD_FUNCTION,
+    accumulate_grad_spans,
+    backward_spans,
+    call_spans,
+    calls_per_step,
+    host_costs,
+)
 from aiprof.diagnose.compiled_kernels import part_count, split_reduction_ops
 from aiprof.diagnose.compiled_launches import compiled_launches, generated_kernel
 from aiprof.diagnose.context import Context
@@ -71,9 +81,40 @@ OPTIMIZER = re.compile(r"^Optimizer\.")
 
 def eager_spans(ctx: Context) -> iv.Intervals:
     """CPU spans that stay eager under ``torch.compile(model)``: the optimizer's step, what
-    the step does after its backward, and what neither compile nor a graph removes
+    the step does after its backward, what it does between calls of its model
+    (``between_calls``), and what neither compile nor a graph removes
     (``cpu_bound.host_cpu``)."""
-    return iv.union_all(host_cpu(ctx), optimizer_spans(ctx), after_backward(ctx))
+    return iv.union_all(host_cpu(ctx), optimizer_spans(ctx), after_backward(ctx),
+                        between_calls(ctx.trace))
+
+
+def between_calls(trace: Trace) -> iv.Intervals:
+    """Where a step calls its model more than once (``calls_per_step``): the forward outside
+    the calls (``call_spans``: the code before the first, between two and after the last, up
+    to the backward: a rollout's action sampling and environment, a loss) and the backward
+    nodes of the ops that ran there (the same sequence number): ``torch.compile(model)``
+    compiles the module, and that code and its backward run eager around its calls. Nothing
+    where the step calls its model once: the whole step is taken as compiled there."""
+    calls = calls_per_step(trace)
+    if calls <= 1:
+        return iv.EMPTY
+    ops, steps = trace.cpu_ops, trace.steps
+    backward = backward_spans(trace)
+    ends = np.asarray([_forward_end(backward, lo, hi) for lo, hi in
+                       zip(steps.start_us, steps.end_us, strict=True)])
+    outside = iv.subtract(iv.union(steps.start_us, ends), call_spans(trace, calls))
+    forward = iv.contains(outside, ops.ts_us) & ~iv.contains(backward, ops.ts_us)
+    numbers = np.unique(ops.sequence_number[forward & (ops.sequence_number >= 0)])
+    node = (trace.strings.mask(ops.name_id, AUTOGRAD_FUNCTION)
+            & np.isin(ops.sequence_number, numbers) & iv.contains(backward, ops.ts_us))
+    return iv.union_all(outside, iv.union(ops.ts_us[node], ops.end_us[node]))
+
+
+def _forward_end(backward: iv.Intervals, lo: float, hi: float) -> float:
+    """The start of the first backward span in ``[lo, hi]`` (a step's forward ends there),
+    ``hi`` where none starts in it."""
+    starts = backward[0][(backward[0] >= lo) & (backward[0] <= hi)]
+    return float(starts.min()) if len(starts) else hi
 
 
 def waiting_ops(ctx: Context, rows: np.ndarray) -> iv.Intervals:

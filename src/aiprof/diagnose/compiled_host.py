@@ -204,12 +204,39 @@ def calls_per_step(trace: Trace) -> int:
     inside the compiled ``forward`` reads the same and is one call: the trace does not tell
     them apart, and the finding's fix says which is assumed."""
     ops = trace.cpu_ops
-    weight = np.flatnonzero(trace.strings.mask(ops.name_id, WEIGHT_OP))
-    weight = outermost(trace, weight[~iv.contains(backward_spans(trace), ops.ts_us[weight])])
+    weight = forward_weight_ops(trace)
     nodes = np.flatnonzero(trace.strings.mask(ops.name_id, PARAMETER_NODE))
     uses, params = (_shape_counts(trace, rows, at) for rows, at in ((weight, 1), (nodes, 0)))
     ratios = [n / params[shape] for shape, n in uses.items() if params.get(shape)]
     return max(1, round(float(np.median(ratios)))) if ratios else 1
+
+
+def forward_weight_ops(trace: Trace) -> np.ndarray:
+    """The forward's outermost ``WEIGHT_OP`` ops (not the backward's recomputed ones), in
+    time order."""
+    ops = trace.cpu_ops
+    weight = np.flatnonzero(trace.strings.mask(ops.name_id, WEIGHT_OP))
+    return outermost(trace, weight[~iv.contains(backward_spans(trace), ops.ts_us[weight])])
+
+
+def call_spans(trace: Trace, calls: int) -> iv.Intervals:
+    """Where a step calls its model ``calls`` times: per step, its forward weight ops in time
+    order split into ``calls`` consecutive groups of equal size (each call uses each weight
+    once, in one order), each call from its first weight op's start to its last one's end.
+    A module's ops before its first weight op or after its last (a ``cat`` of the inputs, the
+    gating after the last ``linear``) fall outside: the trace does not show where the module's
+    ``forward`` begins and ends."""
+    ops, steps = trace.cpu_ops, trace.steps
+    weight = forward_weight_ops(trace)
+    weight = weight[np.argsort(ops.ts_us[weight], kind="stable")]
+    lo: list[float] = []
+    hi: list[float] = []
+    for start, end in zip(steps.start_us, steps.end_us, strict=True):
+        mine = weight[(ops.ts_us[weight] >= start) & (ops.ts_us[weight] <= end)]
+        for group in np.array_split(mine, min(calls, len(mine))) if len(mine) else ():
+            lo.append(float(ops.ts_us[group[0]]))
+            hi.append(float(ops.end_us[group].max()))
+    return iv.union(np.asarray(lo), np.asarray(hi))
 
 
 def outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
