@@ -54,8 +54,7 @@ class Attention:
 
 def _dims(trace: Trace, row: int) -> list[list[int]]:
     """The two matrix operands' dims (``baddbmm``'s first input is the added tensor)."""
-    dims = trace.json_value(int(trace.cpu_ops.input_dims_id[row])) if (
-        trace.cpu_ops.input_dims_id[row] >= 0) else None
+    dims = trace.json_value(int(trace.cpu_ops.input_dims_id[row]))
     dims = [d for d in (dims or []) if isinstance(d, list)]
     if trace.name(int(trace.cpu_ops.name_id[row])) == "aten::baddbmm":
         dims = dims[1:]
@@ -63,8 +62,7 @@ def _dims(trace: Trace, row: int) -> list[list[int]]:
 
 
 def _half(trace: Trace, row: int) -> bool:
-    types = trace.json_value(int(trace.cpu_ops.input_types_id[row])) if (
-        trace.cpu_ops.input_types_id[row] >= 0) else None
+    types = trace.json_value(int(trace.cpu_ops.input_types_id[row]))
     return any(t in HALF_TYPES for t in (types or []) if isinstance(t, str))
 
 

@@ -154,8 +154,7 @@ def leading_reduced(trace: Trace, op: int, rank: int) -> int:
     """How many leading dimensions ``aten::sum`` op ``op`` reduces, where its recorded ``dim``
     argument is exactly the first few (``[0]``, ``[0, 1]``); 0 otherwise."""
     ops = trace.cpu_ops
-    args = trace.json_value(int(ops.concrete_inputs_id[op])) if ops.concrete_inputs_id[op] >= 0 \
-        else None
+    args = trace.json_value(int(ops.concrete_inputs_id[op]))
     if not (isinstance(args, list) and len(args) > 1 and isinstance(args[1], str)):
         return 0
     text = args[1].strip("[] ")
@@ -186,9 +185,8 @@ def layout_optimized(trace: Trace) -> bool:
     rows = np.flatnonzero(trace.strings.mask(ops.name_id, CONVOLUTION))
     weights: list[tuple[list[int], int]] = []
     for r in rows.tolist():
-        dims = trace.json_value(int(ops.input_dims_id[r])) if ops.input_dims_id[r] >= 0 else None
-        args = (trace.json_value(int(ops.concrete_inputs_id[r]))
-                if ops.concrete_inputs_id[r] >= 0 else None)
+        dims = trace.json_value(int(ops.input_dims_id[r]))
+        args = trace.json_value(int(ops.concrete_inputs_id[r]))
         if not (isinstance(dims, list) and len(dims) > 1 and isinstance(dims[1], list)
                 and len(dims[1]) > 2 and isinstance(args, list) and args):
             return False  # shapes not recorded: the choice cannot be read

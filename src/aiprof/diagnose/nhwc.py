@@ -73,7 +73,7 @@ TRAINING_ARG = 5
 
 
 def _first(trace: Trace, ids: np.ndarray, row: int) -> list[int]:
-    value = trace.json_value(int(ids[row])) if ids[row] >= 0 else None
+    value = trace.json_value(int(ids[row]))
     first = (value or [None])[0]
     return [int(v) for v in first] if isinstance(first, list) else []
 
@@ -179,7 +179,7 @@ def _bytes_and_passes(trace: Trace, op: int) -> tuple[int, float] | None:
     dims = _nchw_dims(trace, op)
     if dims is None:
         return None
-    types = trace.json_value(int(cpu.input_types_id[op])) if cpu.input_types_id[op] >= 0 else []
+    types = trace.json_value(int(cpu.input_types_id[op]))
     elem = 2 if any(t in ("c10::BFloat16", "c10::Half") for t in (types or [])[:1]) else 4
     return prod(dims) * elem, _passes(trace, op, trace.name(int(cpu.name_id[op])))
 

@@ -198,9 +198,7 @@ def _c10d_sizes(trace: Trace) -> dict[str, list[float]]:
         if match is None:
             continue
         kind = _kind(match.group(1).title().replace("_", ""))
-        dims = (
-            trace.json_value(int(ops.input_dims_id[row])) if ops.input_dims_id[row] >= 0 else None
-        )
+        dims = trace.json_value(int(ops.input_dims_id[row]))
         out.setdefault(kind, []).append(_tensor_bytes(dims))
     return out
 
