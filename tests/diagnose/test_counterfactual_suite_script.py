@@ -73,6 +73,28 @@ def test_smoke_run_writes_labels_and_traces_the_score_reads(tmp_path: Path) -> N
     assert row["causes"] == ["cuda_graph"] and len(row["base_rounds_ms"]) == 2
 
 
+def test_steps_that_call_their_model_several_times_record_as_many_calls(tmp_path: Path) -> None:
+    """GIVEN the held-out steps of ``counterfactual/calls.py`` in --smoke sizes (a cell unrolled
+    over 3 time steps, a convnet on 2 crops, a denoiser in 2 rounds), named on the command line,
+    WHEN they run under the real torch.profiler on this CPU, THEN their records count as many
+    calls of the model a step (``calls_per_step``); they stay out of the suite's parts."""
+    from aiprof.diagnose.compiled_host import calls_per_step
+    from aiprof.trace import load_trace
+
+    calls = {"cell_bptt_train": 3, "multi_crop_convnet_train": 2, "refine_mlp_train": 2}
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--tag", "calls", *calls],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = tmp_path / "counterfactual"
+    with tarfile.open(out / "traces-calls.tar") as tar:
+        tar.extractall(out, filter="data")
+    assert {w.name: calls_per_step(load_trace(w.trace / "rank0.trace.json.gz"))
+            for w in load_suite(out)} == calls
+    parts = suite_module().PARTS  # type: ignore[attr-defined]
+    assert not set(calls) & set(parts["1"] + parts["2"])
+
+
 @pytest.mark.slow
 def test_fix_twins_smoke_traces_both_variants_and_refuses_unknown_pairs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
