@@ -461,3 +461,57 @@ def test_the_code_between_a_policys_calls_and_its_backward_stay_eager() -> None:
         assert share(compiled) == 0.0, compiled
     once = load_trace(SEVENTH / "bert_small_fp32_train.aiprof" / "rank0.trace.json.gz")
     assert len(between_calls(once)[0]) == 0
+
+
+def _two_call_step(path: Path) -> Path:
+    """Steps calling a model twice: each call a ``linear`` (weight ``[8, 4]``), 200 µs of module
+    Python, four elementwise ops (one fusable run) and a second ``linear`` (``[4, 8]``), all
+    host-bound; then a backward node with two elementwise kernels a call and one
+    ``AccumulateGrad`` per weight."""
+    b = TraceBuilder()
+    t, gpu = 0.0, 10.0
+
+    def op(name: str, kernel: str, dur_us: float, **args: object) -> None:
+        nonlocal t, gpu
+        ext = b.cpu_op(name, t, 30.0, **args)
+        gpu = max(gpu, t + 12.0)
+        b.kernel(kernel, t + 20.0, gpu, dur_us, launch_dur=5.0, external=ext)
+        gpu += dur_us + 1.0
+        t += 31.0
+
+    for s in range(3):
+        start = t
+        for _ in range(2):
+            op("aten::linear", GEMM, 40.0, **{"Input Dims": [[2, 4], [8, 4], [8]]})
+            t += 200.0
+            for k in range(4):
+                op("aten::add" if k % 2 == 0 else "aten::mul", ADD if k % 2 == 0 else MUL, 20.0)
+            op("aten::linear", GEMM, 40.0, **{"Input Dims": [[2, 8], [4, 8], [4]]})
+        for _ in range(2):
+            b.cpu_op("autograd::engine::evaluate_function: MulBackward0", t, 70.0)
+            t += 5.0
+            op("aten::mul", MUL, 20.0)
+            op("aten::mul", MUL, 20.0)
+        for shape in ([8, 4], [4, 8]):
+            b.cpu_op(BACKWARD_NODE, t, 4.0)
+            b.cpu_op(ACCUMULATE, t + 1.0, 2.0, **{"Input Dims": [shape]})
+            t += 6.0
+        b.step(s, start, max(t, gpu) - start + 2.0)
+        t = max(t, gpu) + 3.0
+    return b.write(path)
+
+
+def test_a_compile_finding_on_a_model_called_twice_says_so(tmp_path: Path) -> None:
+    """GIVEN a host-bound step that calls its model twice, each call's module Python and
+    elementwise run between its two ``linear`` ops, WHEN it is diagnosed, THEN compile still
+    gains, and the finding counts two calls a step, in its evidence and in its fix (a loop
+    inside the compiled function would be one call)."""
+    from aiprof.diagnose import diagnose
+
+    path = _two_call_step(tmp_path / "t.json.gz")
+    assert ch.calls_per_step(load_trace(path)) == 2
+    found = diagnose(str(path), DiagnoseOptions(profiler_overhead_us=0.0)).findings
+    fused = next(f for f in found if f.category == "unfused_elementwise")
+    assert fused.estimated_gain_pct > 5.0
+    assert fused.evidence["model_calls_per_step"] == 2
+    assert unfused_elementwise.CALLS_NOTE.format(calls=2) in fused.fix
