@@ -8,7 +8,9 @@ import numpy as np
 from aiprof.analysis import intervals as iv
 from aiprof.diagnose.context import Context
 from aiprof.diagnose.finding import Finding
+from aiprof.diagnose.nchw_conversions import conversion_durations
 from aiprof.diagnose.precision import (
+    HALF_BYTES,
     MemoryBoundFp32,
     memory_bound_fp32,
     precision_durations,
@@ -52,20 +54,28 @@ def paths(ctx: Context) -> dict[str, Change]:
     # dense peaks: measured ceilings or the datasheet; TF32 reaches only the kernels its flags
     # govern (precision.tf32_rows), FP16 autocast (no TF32: V100) every FP32 GEMM/conv
     moved = tf32_rows(ctx.trace, tc) if target == "tf32" else tc.fp32_rows
-    out = {target: _path(ctx, moved, fp32_peak / fast_peak, None)} if len(moved) else {}
+    # TF32 keeps FP32 storage: its conversions move the recorded bytes; fp16 and bf16 half
+    element = 1.0 if target == "tf32" else HALF_BYTES
+    out = {target: _path(ctx, moved, fp32_peak / fast_peak, None, element)} if len(moved) else {}
     bf16_peak = ctx.peak_flops("bf16") if target == "tf32" else None
     if bf16_peak:
         out["bf16"] = _path(ctx, tc.fp32_rows, fp32_peak / bf16_peak,
-                            memory_bound_fp32(ctx.trace))
+                            memory_bound_fp32(ctx.trace), HALF_BYTES)
     return out
 
 
-def _path(ctx: Context, rows: np.ndarray, factor: float,
-          memory: MemoryBoundFp32 | None) -> Change:
-    """One path's change: the new durations, and the launches of the split-K reductions it
-    no longer runs (``precision.unsplit``) gone from the host."""
-    return Change(gpu_dur_us=precision_durations(ctx.trace, rows, factor, memory),
-                  removed_cpu=reduce_launch_spans(ctx.trace, rows, factor))
+def _path(ctx: Context, rows: np.ndarray, factor: float, memory: MemoryBoundFp32 | None,
+          element_factor: float) -> Change:
+    """One path's change: the new durations, cuDNN's layout conversions around its NCHW
+    convolutions added (``nchw_conversions``, at ``element_factor`` of the recorded bytes), and
+    the launches of the split-K reductions it no longer runs (``precision.unsplit``) gone from
+    the host."""
+    new = precision_durations(ctx.trace, rows, factor, memory)
+    bandwidth = ctx.memory_bytes_per_s()
+    if bandwidth:
+        for row, us in conversion_durations(ctx.trace, rows, element_factor, bandwidth).items():
+            new[row] = new[row] + us
+    return Change(gpu_dur_us=new, removed_cpu=reduce_launch_spans(ctx.trace, rows, factor))
 
 
 def change(ctx: Context) -> Change | None:
@@ -110,6 +120,12 @@ def find(ctx: Context) -> Finding | None:
             "fp32_memory_bound_ms_per_step": per_step_ms(ctx, float(dur[memory.rows].sum()))
             if memory.typed else None,
         })
+    bandwidth = ctx.memory_bytes_per_s()
+    if bandwidth:  # what the best path adds around its NCHW convolutions (nchw_conversions)
+        moved = tf32_rows(ctx.trace, tc) if best == "tf32" else tc.fp32_rows
+        added = conversion_durations(ctx.trace, moved, 1.0 if best == "tf32" else HALF_BYTES,
+                                     bandwidth)
+        evidence["nchw_conversions_ms_per_step"] = per_step_ms(ctx, sum(added.values()))
     evidence["top_kernels"] = ctx.top_kernels(tc.fp32_rows)
     return Finding(
         category="tensor_cores_unused",
@@ -121,6 +137,8 @@ def find(ctx: Context) -> Finding | None:
             f"replay with these kernels' durations scaled by peak fp32 / peak {target}"
             + (" (those TF32's flags reach: not fused attention, PyTorch's depthwise kernels "
                "or a library whose flag was already on)" if target == "tf32" else "")
+            + "; cuDNN's NHWC layout conversions added around each NCHW convolution moved "
+              "(each tensor read and written once, at 0.32 of the DRAM bandwidth, measured)"
             + "; a split-K reduction goes, with its launch, where its GEMM on the new path "
               "lasts less than the reduction"
             + ("; and with them at peak fp32 / peak bf16 and the float32 memory-bound kernels "
