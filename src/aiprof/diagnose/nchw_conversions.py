@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiprof.tensor.costmodel import op_cost
-from aiprof.tensor.layout import CONVERSION_KERNEL
+from aiprof.tensor.layout import CONV_OPS, CONVERSION_KERNEL
 from aiprof.tensor.opcall import Arg, TensorMeta
 from aiprof.tensor.trace_ops import call_from_row
 from aiprof.trace import Trace
@@ -34,7 +34,7 @@ PASSES = 2.0
 def conversion_rates(trace: Trace) -> np.ndarray:
     """Per conv op that launched conversion kernels: ``PASSES`` x its tensors' bytes over the
     conversions' time (bytes per second)."""
-    gpu, ops = trace.gpu_ops, trace.cpu_ops
+    gpu = trace.gpu_ops
     rows = np.flatnonzero(trace.strings.mask(gpu.name_id, CONVERSION_KERNEL) & (gpu.op_row >= 0))
     if not len(rows):
         return np.zeros(0)
@@ -42,9 +42,10 @@ def conversion_rates(trace: Trace) -> np.ndarray:
     spent_us = np.bincount(inverse, weights=gpu.dur_us[rows], minlength=len(op_rows))
     rates = []
     for op, us in zip(op_rows.tolist(), spent_us.tolist(), strict=True):
-        if not _conv(trace.name(int(ops.name_id[op]))) or us <= 0:
+        call = call_from_row(trace, op)
+        if call.op not in CONV_OPS or us <= 0:
             continue
-        cost = op_cost(call_from_row(trace, op))
+        cost = op_cost(call)
         if cost.has_model and cost.bytes_total > 0:
             rates.append(PASSES * cost.bytes_total / (us * 1e-6))
     return np.asarray(rates)
@@ -66,16 +67,12 @@ def conversion_durations(trace: Trace, rows: np.ndarray, element_factor: float,
             continue
         seen.add(op)
         call = call_from_row(trace, op)
-        if not _conv(call.name) or not call.args or not _nchw(call.args[0]):
+        if call.op not in CONV_OPS or not call.args or not _nchw(call.args[0]):
             continue
         cost = op_cost(call)
         if cost.has_model and cost.bytes_total > 0:
             out[int(row)] = PASSES * cost.bytes_total * element_factor / rate * 1e6
     return out
-
-
-def _conv(name: str) -> bool:
-    return "convolution" in name and "transpose" not in name
 
 
 def _nchw(arg: Arg) -> bool:
