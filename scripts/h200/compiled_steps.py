@@ -36,7 +36,7 @@ from aiprof.evaluation.labels import timed_pairs_as_suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from counterfactual import calls, custom, hf, protocol, vision  # noqa: E402
+from counterfactual import calls, custom, hf, large, protocol, vision  # noqa: E402
 from counterfactual.knobs import FIX_BY_NAME, FIXES, turned  # noqa: E402
 from counterfactual.workload import Workload  # noqa: E402
 
@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--budget-s", type=float, default=480.0)
     args = parser.parse_args(argv)
     known = {w.name: w for w in (hf.WORKLOADS + vision.WORKLOADS + custom.WORKLOADS
-                                 + calls.WORKLOADS)}
+                                 + calls.WORKLOADS + large.WORKLOADS + large.LATER)}
     names = args.workloads or DEFAULT
     if unknown := [n for n in names if n not in known]:
         print(f"unknown workloads: {', '.join(unknown)}", file=sys.stderr)

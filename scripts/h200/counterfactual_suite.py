@@ -43,7 +43,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from counterfactual import calls, custom, hf, protocol, vision  # noqa: E402
+from counterfactual import calls, custom, hf, large, protocol, vision  # noqa: E402
 from counterfactual.knobs import FIXES, Fix, Step, turned  # noqa: E402
 from counterfactual.workload import Workload  # noqa: E402
 
@@ -252,7 +252,7 @@ def aiprof_capture_error() -> str:
 
 
 def on_alarm(signum: int, frame: object) -> None:
-    raise TimeoutError(f"workload still running after {CASE_TIMEOUT_S} s")
+    raise TimeoutError("workload still running after its --case-timeout-s")
 
 
 def pack(traces: Path, out: Path, tag: str) -> None:
@@ -269,8 +269,9 @@ def pack(traces: Path, out: Path, tag: str) -> None:
 
 
 def chosen(args: argparse.Namespace) -> list[Workload]:
-    if args.cases:  # the held-out steps that call their model several times, by name only
-        by_name = {w.name: w for w in WORKLOADS + calls.WORKLOADS}
+    if args.cases:  # the held-out steps (several calls of the model, large ones): by name only
+        by_name = {w.name: w for w in WORKLOADS + calls.WORKLOADS + large.WORKLOADS
+                   + large.LATER}
         unknown = [c for c in args.cases if c not in by_name]
         if unknown:
             raise SystemExit(f"unknown workloads {unknown}; known: {sorted(by_name)}")
@@ -307,6 +308,9 @@ def main(argv: list[str]) -> int:
                         help="comma-separated fixes to measure (default: every applicable one)")
     parser.add_argument("--compile-host-waiting", action="store_true",
                         help="measure compile also where the step waits on host-side work")
+    parser.add_argument("--case-timeout-s", type=int, default=CASE_TIMEOUT_S,
+                        help="abandon a workload still running after this long (default "
+                        f"{CASE_TIMEOUT_S}; large steps with compile need more)")
     parser.add_argument("--no-traces", action="store_true",
                         help="measure the fixes only; record no trace of the base")
     parser.add_argument("cases", nargs="*", help="workloads to run (default: the part's)")
@@ -353,7 +357,7 @@ def main(argv: list[str]) -> int:
                 labels["workloads"].append({"workload": w.name, "error": "skipped: time budget"})
                 continue
             started = time.monotonic()
-            signal.alarm(CASE_TIMEOUT_S * (10 if args.smoke else 1))
+            signal.alarm(args.case_timeout_s * (10 if args.smoke else 1))
             try:
                 row = run_workload(w, device, args.smoke, budget, traces, rounds, measure,
                                    choice)

@@ -95,6 +95,32 @@ def test_steps_that_call_their_model_several_times_record_as_many_calls(tmp_path
     assert not set(calls) & set(parts["1"] + parts["2"])
 
 
+def test_the_large_held_out_steps_run_when_named_and_stay_out_of_the_parts(
+        tmp_path: Path) -> None:
+    """GIVEN the transformers steps of ``counterfactual/large.py`` (both groups) in --smoke
+    sizes, named on the command line, WHEN they run on this CPU THEN each records its fixes and
+    an aiprof record, none fails, and no large step is in the suite's parts (torchvision's do
+    not import beside this CPU build of torch; they ran on the H200)."""
+    names = ["vit_wide_fp32_train", "roberta_fp32_train", "gpt2_eager_long_bf16_train",
+             "llama_wide_fp32_train", "t5_small_fp32_train", "neox_fp32_train"]
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--tag", "large", *names],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    labels = json.loads((tmp_path / "counterfactual" / "labels-large.json").read_text())
+    rows = {row["workload"]: row for row in labels["workloads"]}
+    assert set(rows) == set(names)
+    for name, row in rows.items():
+        assert "error" not in row and row["capture_error"] == "", (name, row.get("error"))
+        measured = [f for f in row["fixes"] if f.get("applicable") and "skipped" not in f]
+        wanted = {"tf32"} | (set() if row["base_knobs"]["bf16"] else {"bf16_autocast"})
+        assert {f["name"] for f in measured} >= wanted, name
+    module = suite_module()
+    large = [w.name for w in module.large.WORKLOADS + module.large.LATER]  # type: ignore[attr-defined]
+    parts = module.PARTS  # type: ignore[attr-defined]
+    assert len(large) == 13 and not set(large) & set(parts["1"] + parts["2"])
+
+
 @pytest.mark.slow
 def test_fix_twins_smoke_traces_both_variants_and_refuses_unknown_pairs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
