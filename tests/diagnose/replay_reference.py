@@ -27,6 +27,10 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         new = change.gpu_dur_us.get(int(timeline.gpu_row[row_index]))
         if new is not None:
             durations[row_index] = new
+    for k, twin in enumerate(timeline.backlog_twin.tolist()):  # the backlog (added 2026-12-03)
+        old = timeline.gpu_dur_us[twin] if twin >= 0 else 0.0
+        if twin >= 0 and old > 0:
+            durations[k] = timeline.gpu_dur_us[k] * (durations[twin] / old)
     if timeline.gpu_scale != 1.0:
         durations = durations * timeline.gpu_scale
     call_scale = change.launch_work_scale
@@ -41,6 +45,8 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     calls, owns = (a.tolist() for a in call_times(timeline, change))
     ptr, idx = timeline.wait_ptr.tolist(), timeline.wait_idx.tolist()
     gpu_from = timeline.start_us  # the backlog's end (added 2026-12-02)
+    launched_ends: list[float] = []  # the launch queue's ops in flight (added 2026-12-03)
+    depth = timeline.queue_depth
     for k, (kind, stream, dur, sync_id, after, delay, gap) in enumerate(zip(
         timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
         timeline.sync_id.tolist(), timeline.after.tolist(), timeline.delay_us.tolist(),
@@ -64,6 +70,8 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         else:
             call = min(calls[k], async_call)
         if dur > 0:
+            if depth and len(launched_ends) >= depth:
+                cpu = max(cpu, launched_ends[-depth])
             submitted = cpu if kind == BLOCKING_LAUNCH and blocks else cpu + call
             ready = end_at[after] + gap if after >= 0 else timeline.start_us
             device_ready = max(stream_end[stream] + gap, ready)
@@ -75,6 +83,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
                 host_wait[stream] += host_ready - max(device_ready, stream_end[stream])
             stream_end[stream] = start + dur
             busy[stream] += dur
+            launched_ends.append(stream_end[stream])
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             stream_end[stream] = max(stream_end[stream], end_at[after])
         end_at[k] = stream_end[stream]

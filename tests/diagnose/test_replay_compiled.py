@@ -109,6 +109,13 @@ def test_every_branch_of_the_loop_agrees() -> None:
     compiled, python = _both(slowed, None)
     assert _bits(compiled) == _bits(python)
     assert python.num_ops == 5 and python.sync_wait_us > 0  # the branches above ran
+    # a launch queue of one op: the host waits for the op before to end before each launch
+    queued = replace(timeline, queue_depth=1)
+    for change in (None, Change(gpu_dur_us={0: 0.0, 5: 1.0})):
+        compiled, python = _both(queued, change)
+        assert _bits(compiled) == _bits(python), change
+    waited, free = replay.simulate(queued), replay.simulate(timeline)
+    assert waited.step_us > free.step_us and waited.sync_wait_us < free.sync_wait_us
 
 
 @needs_helper
@@ -116,7 +123,7 @@ def test_compiled_loop_refuses_bad_columns() -> None:
     good = _timeline([LAUNCH, SYNC], [0, -1], [1.0, 0.0], [-1, -1], [[], [0]])
     run = replay._replay.run  # type: ignore[union-attr]
     lists = ([0.0, 0.0], [0.0, 0.0], [0.0, 0.0])
-    scalars = (0.0, 1.0, 2.0, 1.0, 0.2)
+    scalars = (0.0, 1.0, 2.0, 1.0, 0.2, 0.0)
 
     def columns(**swap: np.ndarray) -> tuple[np.ndarray, ...]:
         cols = {"kind": good.kind, "stream": good.stream, "dur": good.gpu_dur_us,

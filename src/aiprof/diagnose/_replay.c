@@ -17,7 +17,8 @@
  *     wait_ptr:  n + 1 integers; wait_idx: integers (event indices)
  *     unblocked: set or frozenset of the sync ids that do not block
  *     stream_end, host_wait, busy: lists of floats, one per stream, updated in place
- *     scalars:   (start_us, latency_us, launch_cap, call_scale, async_call) floats
+ *     scalars:   (start_us, latency_us, launch_cap, call_scale, async_call, queue_depth)
+ *                floats (queue_depth: ops in flight at which a launch waits, 0: no limit)
  *   Returns (cpu, num_ops, num_drained, sync_wait). Raises ValueError for an index out of
  *   range (a stream, an `after`, a wait), TypeError for a buffer of another type.
  *
@@ -166,7 +167,7 @@ blocks(PyObject *unblocked, int64_t id)
 }
 
 typedef struct {
-    double start_us, lat, launch_cap, call_scale, async_call;
+    double start_us, lat, launch_cap, call_scale, async_call, queue_depth;
 } Scalars;
 
 typedef struct {
@@ -178,7 +179,7 @@ typedef struct {
 static int
 loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObject *unblocked,
      double *stream_end, double *host_wait, double *busy, Py_ssize_t num_streams,
-     const Scalars *k_, double *end_at, Totals *t)
+     const Scalars *k_, double *end_at, double *in_flight, long long depth, Totals *t)
 {
     const Column *kind_c = &c[0], *stream_c = &c[1], *dur_c = &c[2], *sync_c = &c[3],
                  *after_c = &c[4], *delay_c = &c[5], *gap_c = &c[6], *work_c = &c[7],
@@ -190,6 +191,9 @@ loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObje
     long long num_ops = 0, num_drained = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         end_at[k] = start_us;
+    }
+    for (long long q = 0; q < depth; q++) {
+        in_flight[q] = start_us;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
         int64_t kind = get_int(kind_c, k);
@@ -242,6 +246,10 @@ loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObje
         }
         double end = stream_end[stream], dur = get_float(dur_c, k);
         if (dur > 0) {
+            if (depth && num_ops >= depth) { /* the queue is full: wait for its oldest op */
+                double oldest = in_flight[num_ops % depth];
+                cpu = oldest > cpu ? oldest : cpu;
+            }
             double gap = get_float(gap_c, k);
             double submitted = kind == BLOCKING_LAUNCH && block ? cpu : cpu + call;
             double ready = after >= 0 ? end_at[after] + gap : start_us;
@@ -258,6 +266,9 @@ loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObje
             end = begin + get_float(delay_c, k) + dur;
             stream_end[stream] = end;
             busy[stream] += dur;
+            if (depth) {
+                in_flight[(num_ops - 1) % depth] = end;
+            }
         }
         else if (after >= 0) {
             double waited_for = end_at[after];
@@ -289,11 +300,11 @@ run(PyObject *module, PyObject *args)
     PyObject *columns_arg, *ptr_arg, *idx_arg, *unblocked, *stream_end_list, *host_wait_list,
         *busy_list;
     Scalars s;
-    if (!PyArg_ParseTuple(args, "O!OOOO!O!O!(ddddd)", &PyTuple_Type, &columns_arg, &ptr_arg,
+    if (!PyArg_ParseTuple(args, "O!OOOO!O!O!(dddddd)", &PyTuple_Type, &columns_arg, &ptr_arg,
                           &idx_arg, &unblocked, &PyList_Type,
                           &stream_end_list, &PyList_Type, &host_wait_list, &PyList_Type,
                           &busy_list, &s.start_us, &s.lat, &s.launch_cap, &s.call_scale,
-                          &s.async_call)) {
+                          &s.async_call, &s.queue_depth)) {
         return NULL;
     }
     if (!PyAnySet_Check(unblocked)) {
@@ -327,13 +338,15 @@ run(PyObject *module, PyObject *args)
         || get_column(idx_arg, -1, 0, &c[NUM_COLUMNS + 1]) < 0) {
         goto done;
     }
-    floats = PyMem_Malloc(sizeof(double) * (size_t)(3 * num_streams + n + 1));
+    long long depth = s.queue_depth > 0 ? (long long)s.queue_depth : 0;
+    floats = PyMem_Malloc(sizeof(double) * (size_t)(3 * num_streams + n + 1 + depth));
     if (floats == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     double *stream_end = floats, *host_wait = floats + num_streams,
-           *busy = floats + 2 * num_streams, *end_at = floats + 3 * num_streams;
+           *busy = floats + 2 * num_streams, *end_at = floats + 3 * num_streams,
+           *in_flight = end_at + n + 1;
     if (read_floats(stream_end_list, stream_end, num_streams) < 0
         || read_floats(host_wait_list, host_wait, num_streams) < 0
         || read_floats(busy_list, busy, num_streams) < 0) {
@@ -341,7 +354,7 @@ run(PyObject *module, PyObject *args)
     }
     Totals t;
     if (loop(c, n, &c[NUM_COLUMNS], &c[NUM_COLUMNS + 1], unblocked, stream_end, host_wait,
-             busy, num_streams, &s, end_at, &t) < 0) {
+             busy, num_streams, &s, end_at, in_flight, depth, &t) < 0) {
         goto done;
     }
     if (write_floats(stream_end_list, stream_end, num_streams) < 0

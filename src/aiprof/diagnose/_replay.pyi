@@ -10,5 +10,5 @@ def run(
     stream_end: list[float],
     host_wait: list[float],
     busy: list[float],
-    scalars: tuple[float, float, float, float, float],
+    scalars: tuple[float, ...],
 ) -> tuple[float, int, int, float]: ...

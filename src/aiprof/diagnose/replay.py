@@ -95,6 +95,16 @@ class Timeline:
     gpu_scale: float = 1.0
     """Factor on every GPU op's duration (a change's new durations included): below 1 when the
     GPU itself ran slower under the profiler than without it (``calibration.py``)."""
+    queue_depth: int = 0
+    """Ops in flight at which a launch blocks until the oldest ends (``launch_queue.py``,
+    measured on the trace); 0: the queue never filled, no limit."""
+    backlog_twin: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Per event: for an op queued before the steps, the event of the same op in the last
+    step (the backlog is the previous step's tail: its last ops, in the same order on the same
+    stream, the same kernels); -1 for the rest and where the kernels differ."""
+    queue_waited: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Per event: its launch call waited for a slot in the full queue; the replay gives it an
+    ordinary call's time and makes the host wait for the slot itself."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +221,11 @@ def call_times(timeline: Timeline, change: Change) -> tuple[np.ndarray, np.ndarr
     overhead = timeline.profiler_overhead_us
     removed = covered_between(change.removed_cpu, timeline.cpu_start_us, timeline.cpu_end_us)
     call = np.maximum(own_call_us(timeline) - removed - overhead, 0.0)
+    if timeline.queue_depth and timeline.queue_waited.any():
+        # a call that waited for a slot in the full queue: its wait is replayed (the loop's
+        # queue_depth), its call is an ordinary one
+        ordinary = max(timeline.launch_call_us - overhead, 0.0)
+        call = np.where(timeline.queue_waited, np.minimum(call, ordinary), call)
     own = np.maximum(timeline.own_us - removed - overhead, 0.0)
     return call, own
 
@@ -274,7 +289,8 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     columns = (timeline.kind, streams, durations, timeline.sync_id, timeline.after,
                timeline.delay_us, queued_gaps(timeline, change), work, calls, owns)
     loop = _events_loop if _replay is None else _replay.run
-    scalars = (start_us, timeline.latency_us, launch_cap, call_scale, async_call)
+    scalars = (start_us, timeline.latency_us, launch_cap, call_scale, async_call,
+               float(timeline.queue_depth))
     gpu_from = _backlog_end_us(timeline, columns, loop, scalars, num_streams)
     cpu, num_ops, num_drained, sync_wait = loop(
         columns, timeline.wait_ptr, timeline.wait_idx, change.unblocked, stream_end, host_wait,
@@ -287,7 +303,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
 
 
 def _backlog_end_us(timeline: Timeline, columns: tuple[np.ndarray, ...], loop: Any,
-                    scalars: tuple[float, float, float, float, float], num_streams: int) -> float:
+                    scalars: tuple[float, ...], num_streams: int) -> float:
     """Where the GPU's side of the step begins: when the replayed backlog (the first
     ``num_queued`` events, ops queued before the steps) ends, the same loop run on them
     alone; the window's start without a backlog. The steps' period is then the later of
@@ -304,7 +320,7 @@ def _backlog_end_us(timeline: Timeline, columns: tuple[np.ndarray, ...], loop: A
 def _events_loop(
     columns: tuple[np.ndarray, ...], wait_ptr: np.ndarray, wait_idx: np.ndarray,
     unblocked: frozenset[int], stream_end: list[float], host_wait: list[float],
-    busy: list[float], scalars: tuple[float, float, float, float, float],
+    busy: list[float], scalars: tuple[float, ...],
 ) -> tuple[float, int, int, float]:
     """The replay's pass over the events (``simulate``): ``stream_end``, ``host_wait`` and
     ``busy`` updated in place; returns the CPU's end, the ops, the ops that found their queue
@@ -312,10 +328,12 @@ def _events_loop(
 
     Written for CPython's speed: locals, and ``b if b > a else a`` for ``max(a, b)`` (what
     the builtin returns, without its call)."""
-    start_us, lat, launch_cap, call_scale, async_call = scalars
+    start_us, lat, launch_cap, call_scale, async_call, queue = scalars
+    depth = int(queue)
     num_ops = num_drained = 0
     sync_wait = 0.0
     end_at = array("d", [start_us]) * len(columns[0])
+    in_flight = array("d", [start_us]) * depth  # the ends of the last ``depth`` ops launched
     cpu = start_us
     waits, idx = _sync_waits(columns[0], wait_ptr), _int_array(wait_idx)
     events = _rows(list(columns))
@@ -341,6 +359,9 @@ def _events_loop(
             call = async_call if async_call < call_k else call_k
         end = stream_end[stream]
         if dur > 0:
+            if depth and num_ops >= depth:  # the queue is full: wait for its oldest op's end
+                oldest = in_flight[num_ops % depth]
+                cpu = oldest if oldest > cpu else cpu
             submitted = cpu if kind == BLOCKING_LAUNCH and blocks else cpu + call
             ready = end_at[after] + gap if after >= 0 else start_us
             device_ready = end + gap
@@ -355,6 +376,8 @@ def _events_loop(
             end = begin + delay + dur
             stream_end[stream] = end
             busy[stream] += dur
+            if depth:
+                in_flight[(num_ops - 1) % depth] = end
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             waited_for = end_at[after]
             if waited_for > end:
@@ -411,10 +434,19 @@ def queued_gaps(timeline: Timeline, change: Change) -> np.ndarray:
 
 
 def new_durations(timeline: Timeline, change: Change) -> np.ndarray:
-    """Each event's GPU duration with ``change.gpu_dur_us`` applied (by ``gpu_row``)."""
+    """Each event's GPU duration with ``change.gpu_dur_us`` applied (by ``gpu_row``), and an op
+    queued before the steps changed as its twin of the last step is (``backlog_twin``): the
+    backlog is the previous step's tail, which the fix changes too."""
     if not change.gpu_dur_us:  # read only: the timeline's own column, not a copy of it
         return timeline.gpu_dur_us
-    return by_gpu_row(timeline, change.gpu_dur_us, timeline.gpu_dur_us.copy())
+    new = by_gpu_row(timeline, change.gpu_dur_us, timeline.gpu_dur_us.copy())
+    twin = timeline.backlog_twin
+    if len(twin):
+        k = np.flatnonzero(twin >= 0)
+        old = timeline.gpu_dur_us[twin[k]]
+        ratio = np.divide(new[twin[k]], old, out=np.ones(len(k)), where=old > 0)
+        new[k] = timeline.gpu_dur_us[k] * ratio
+    return new
 
 
 def by_gpu_row(timeline: Timeline, values_by_row: dict[int, float],

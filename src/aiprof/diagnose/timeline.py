@@ -10,7 +10,8 @@ from aiprof.analysis.groups import groups
 from aiprof.analysis.step_breakdown import in_window
 from aiprof.analysis.sync import SyncPoints
 from aiprof.diagnose.dependencies import cross_stream_after, sync_waits
-from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, Timeline
+from aiprof.diagnose.launch_queue import launch_queue
+from aiprof.diagnose.replay import BLOCKING_LAUNCH, LAUNCH, SYNC, WAITING_CALL_FACTOR, Timeline
 from aiprof.trace import Trace
 from aiprof.trace.links import gather
 from aiprof.trace.narrow import narrow
@@ -73,11 +74,15 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     gpu_start = np.where(is_op, ops.ts_us[np.maximum(gpu_row, 0)], np.nan)
     gpu_end = np.where(is_op, ops.end_us[np.maximum(gpu_row, 0)], np.nan)
     after, delay = cross_stream_after(is_op, stream, gpu_start, gpu_end, submit, latency, gap)
-    del gpu_start, submit
+    gpu_name = np.where(is_op, ops.name_id[np.maximum(gpu_row, 0)], -1)
+    del submit
     wait_ptr, wait_idx = sync_waits(is_op, kind == SYNC, stream, gpu_end, cpu_end)
     own = _own_call_us(kind, cpu_start, cpu_end, gpu_end, wait_ptr, wait_idx)
     own, delay = _host_time_before_copies(kind, after, own, delay)
     calls = (cpu_end - cpu_start)[(kind == LAUNCH) & (cpu_end > cpu_start)]
+    launch_call_us = float(np.median(calls)) if len(calls) else 0.0
+    queue = launch_queue(is_op & (kind != SYNC), cpu_start, cpu_end, gpu_end,
+                         WAITING_CALL_FACTOR * launch_call_us)
     return Timeline(
         kind=kind,
         cpu_start_us=cpu_start,
@@ -100,8 +105,35 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
         measured_us=win.window_us,
         num_queued=len(win.backlog),
         recorded_starts_us=_recorded_starts(trace, win.window),
-        launch_call_us=float(np.median(calls)) if len(calls) else 0.0,
+        launch_call_us=launch_call_us,
+        backlog_twin=backlog_twins(gpu_name, stream, gpu_start, len(win.backlog)),
+        queue_depth=queue.depth,
+        queue_waited=queue.waited,
     )
+
+
+def backlog_twins(name_id: np.ndarray, stream: np.ndarray, gpu_start_us: np.ndarray,
+                  num_queued: int) -> np.ndarray:
+    """Per event (the first ``num_queued`` the ops queued before the steps): the event of the
+    same op in the last step, -1 where there is none. The backlog is the previous step's last
+    ops, so on each stream its ops in GPU order line up, from the end, with the steps' last
+    ops; a pair counts where the kernel's name agrees."""
+    twin = np.full(len(name_id), -1, dtype=np.int64)
+    if num_queued == 0:
+        return twin
+    is_op = name_id >= 0
+    queued = np.arange(len(name_id)) < num_queued
+    for s in np.unique(stream[:num_queued][is_op[:num_queued]]).tolist():
+        back = np.flatnonzero(queued & is_op & (stream == s))
+        steps = np.flatnonzero(~queued & is_op & (stream == s))
+        m = min(len(back), len(steps))
+        if m == 0:
+            continue
+        back = back[np.argsort(gpu_start_us[back], kind="stable")][-m:]
+        steps = steps[np.argsort(gpu_start_us[steps], kind="stable")][-m:]
+        same = name_id[back] == name_id[steps]
+        twin[back[same]] = steps[same]
+    return twin
 
 
 def _recorded_starts(trace: Trace, window: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
