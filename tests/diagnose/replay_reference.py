@@ -45,7 +45,7 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
     calls, owns = (a.tolist() for a in call_times(timeline, change))
     ptr, idx = timeline.wait_ptr.tolist(), timeline.wait_idx.tolist()
     gpu_from = timeline.start_us  # the backlog's end (added 2026-12-02)
-    launched_ends: list[float] = []  # the launch queue's ops in flight (added 2026-12-03)
+    launched_ends: list[list[float]] = [[] for _ in stream_end]  # queues (added 2026-12-03)
     depth = timeline.queue_depth
     for k, (kind, stream, dur, sync_id, after, delay, gap) in enumerate(zip(
         timeline.kind.tolist(), timeline.stream.tolist(), durations.tolist(),
@@ -70,20 +70,22 @@ def simulate(timeline: Timeline, change: Change | None = None) -> Replayed:
         else:
             call = min(calls[k], async_call)
         if dur > 0:
-            if depth and len(launched_ends) >= depth:
-                cpu = max(cpu, launched_ends[-depth])
+            if depth and len(launched_ends[stream]) >= depth:
+                cpu = max(cpu, launched_ends[stream][-depth])
             submitted = cpu if kind == BLOCKING_LAUNCH and blocks else cpu + call
             ready = end_at[after] + gap if after >= 0 else timeline.start_us
             device_ready = max(stream_end[stream] + gap, ready)
             host_ready = max(submitted + lat, cpu)
             start = max(host_ready, device_ready) + delay
+            if delay < 0:  # an op in another stream's op's tail (added 2026-12-03)
+                start = max(start, stream_end[stream] + gap, host_ready)
             num_ops += 1
             if host_ready > device_ready:  # the queue had drained: the GPU waited for the host
                 num_drained += 1
                 host_wait[stream] += host_ready - max(device_ready, stream_end[stream])
             stream_end[stream] = start + dur
             busy[stream] += dur
-            launched_ends.append(stream_end[stream])
+            launched_ends[stream].append(stream_end[stream])
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             stream_end[stream] = max(stream_end[stream], end_at[after])
         end_at[k] = stream_end[stream]

@@ -109,13 +109,15 @@ def test_every_branch_of_the_loop_agrees() -> None:
     compiled, python = _both(slowed, None)
     assert _bits(compiled) == _bits(python)
     assert python.num_ops == 5 and python.sync_wait_us > 0  # the branches above ran
-    # a launch queue of one op: the host waits for the op before to end before each launch
-    queued = replace(timeline, queue_depth=1)
-    for change in (None, Change(gpu_dur_us={0: 0.0, 5: 1.0})):
-        compiled, python = _both(queued, change)
-        assert _bits(compiled) == _bits(python), change
-    waited, free = replay.simulate(queued), replay.simulate(timeline)
-    assert waited.step_us > free.step_us and waited.sync_wait_us < free.sync_wait_us
+    # a launch queue of one op per stream: each launch waits for its stream's op before to
+    # end, so every op finds its queue drained
+    queued = _timeline(kind=[LAUNCH] * 4, stream=[0, 0, 0, 1], dur=[10.0] * 4,
+                       after=[-1] * 4, waits=[[]] * 4)
+    for depth, change in ((1, None), (1, Change(gpu_dur_us={1: 0.0})), (2, None)):
+        compiled, python = _both(replace(queued, queue_depth=depth), change)
+        assert _bits(compiled) == _bits(python), (depth, change)
+    waited, free = replay.simulate(replace(queued, queue_depth=1)), replay.simulate(queued)
+    assert (waited.num_drained, free.num_drained) == (4, 2)
 
 
 @needs_helper

@@ -18,7 +18,8 @@
  *     unblocked: set or frozenset of the sync ids that do not block
  *     stream_end, host_wait, busy: lists of floats, one per stream, updated in place
  *     scalars:   (start_us, latency_us, launch_cap, call_scale, async_call, queue_depth)
- *                floats (queue_depth: ops in flight at which a launch waits, 0: no limit)
+ *                floats (queue_depth: a stream's ops in flight at which a launch on it waits,
+ *                0: no limit)
  *   Returns (cpu, num_ops, num_drained, sync_wait). Raises ValueError for an index out of
  *   range (a stream, an `after`, a wait), TypeError for a buffer of another type.
  *
@@ -179,7 +180,8 @@ typedef struct {
 static int
 loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObject *unblocked,
      double *stream_end, double *host_wait, double *busy, Py_ssize_t num_streams,
-     const Scalars *k_, double *end_at, double *in_flight, long long depth, Totals *t)
+     const Scalars *k_, double *end_at, double *in_flight, long long *launched, long long depth,
+     Totals *t)
 {
     const Column *kind_c = &c[0], *stream_c = &c[1], *dur_c = &c[2], *sync_c = &c[3],
                  *after_c = &c[4], *delay_c = &c[5], *gap_c = &c[6], *work_c = &c[7],
@@ -192,8 +194,11 @@ loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObje
     for (Py_ssize_t k = 0; k < n; k++) {
         end_at[k] = start_us;
     }
-    for (long long q = 0; q < depth; q++) {
+    for (long long q = 0; q < depth * num_streams; q++) {
         in_flight[q] = start_us;
+    }
+    for (Py_ssize_t q = 0; depth && q < num_streams; q++) {
+        launched[q] = 0;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
         int64_t kind = get_int(kind_c, k);
@@ -246,8 +251,8 @@ loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObje
         }
         double end = stream_end[stream], dur = get_float(dur_c, k);
         if (dur > 0) {
-            if (depth && num_ops >= depth) { /* the queue is full: wait for its oldest op */
-                double oldest = in_flight[num_ops % depth];
+            if (depth && launched[stream] >= depth) { /* its queue is full: wait for the oldest */
+                double oldest = in_flight[stream * depth + launched[stream] % depth];
                 cpu = oldest > cpu ? oldest : cpu;
             }
             double gap = get_float(gap_c, k);
@@ -263,11 +268,18 @@ loop(const Column *c, Py_ssize_t n, const Column *ptr, const Column *idx, PyObje
                 num_drained += 1;
                 host_wait[stream] += host_ready - (end > device_ready ? end : device_ready);
             }
-            end = begin + get_float(delay_c, k) + dur;
+            double delay = get_float(delay_c, k), began = begin + delay;
+            if (delay < 0.0) { /* it took the SMs in another stream's op's tail */
+                double own = end + gap;
+                own = host_ready > own ? host_ready : own;
+                began = own > began ? own : began;
+            }
+            end = began + dur;
             stream_end[stream] = end;
             busy[stream] += dur;
             if (depth) {
-                in_flight[(num_ops - 1) % depth] = end;
+                in_flight[stream * depth + launched[stream] % depth] = end;
+                launched[stream] += 1;
             }
         }
         else if (after >= 0) {
@@ -327,6 +339,7 @@ run(PyObject *module, PyObject *args)
     memset(c, 0, sizeof c);
     PyObject *result = NULL;
     double *floats = NULL;
+    long long *launched = NULL;
     Py_ssize_t n = -1;
     for (int j = 0; j < NUM_COLUMNS; j++) {
         if (get_column(PyTuple_GET_ITEM(columns_arg, j), n, is_float[j], &c[j]) < 0) {
@@ -339,8 +352,9 @@ run(PyObject *module, PyObject *args)
         goto done;
     }
     long long depth = s.queue_depth > 0 ? (long long)s.queue_depth : 0;
-    floats = PyMem_Malloc(sizeof(double) * (size_t)(3 * num_streams + n + 1 + depth));
-    if (floats == NULL) {
+    floats = PyMem_Malloc(sizeof(double) * (size_t)(3 * num_streams + n + 1 + depth * num_streams));
+    launched = PyMem_Malloc(sizeof(long long) * (size_t)(depth ? num_streams : 1));
+    if (floats == NULL || launched == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -354,7 +368,7 @@ run(PyObject *module, PyObject *args)
     }
     Totals t;
     if (loop(c, n, &c[NUM_COLUMNS], &c[NUM_COLUMNS + 1], unblocked, stream_end, host_wait,
-             busy, num_streams, &s, end_at, in_flight, depth, &t) < 0) {
+             busy, num_streams, &s, end_at, in_flight, launched, depth, &t) < 0) {
         goto done;
     }
     if (write_floats(stream_end_list, stream_end, num_streams) < 0
@@ -365,6 +379,7 @@ run(PyObject *module, PyObject *args)
     result = Py_BuildValue("(dLLd)", t.cpu, t.num_ops, t.num_drained, t.sync_wait);
 done:
     PyMem_Free(floats);
+    PyMem_Free(launched);
     release(c, NUM_COLUMNS + 2);
     return result;
 }

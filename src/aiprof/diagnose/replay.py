@@ -62,7 +62,9 @@ class Timeline:
     after: np.ndarray
     """Event index of an op of another stream this op waited for (-1: none); see timeline.py."""
     delay_us: np.ndarray
-    """Start delay the trace does not explain (kept as is by every change)."""
+    """Start delay the trace does not explain (kept as is by every change); negative for an op
+    that started in the tail of the other stream's op it waited for (``after``): it took the
+    SMs as that op's last blocks left them, never before its own stream and its launch allow."""
     wait_ptr: np.ndarray
     """``wait_idx[wait_ptr[k]:wait_ptr[k + 1]]``: the ops sync event ``k`` waited for."""
     wait_idx: np.ndarray
@@ -96,8 +98,8 @@ class Timeline:
     """Factor on every GPU op's duration (a change's new durations included): below 1 when the
     GPU itself ran slower under the profiler than without it (``calibration.py``)."""
     queue_depth: int = 0
-    """Ops in flight at which a launch blocks until the oldest ends (``launch_queue.py``,
-    measured on the trace); 0: the queue never filled, no limit."""
+    """Ops of a stream in flight at which a launch on it blocks until the stream's oldest ends
+    (``launch_queue.py``, measured on the trace); 0: the queues never filled, no limit."""
     backlog_twin: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Per event: for an op queued before the steps, the event of the same op in the last
     step (the backlog is the previous step's tail: its last ops, in the same order on the same
@@ -333,7 +335,9 @@ def _events_loop(
     num_ops = num_drained = 0
     sync_wait = 0.0
     end_at = array("d", [start_us]) * len(columns[0])
-    in_flight = array("d", [start_us]) * depth  # the ends of the last ``depth`` ops launched
+    # per stream, the ends of its last ``depth`` ops launched, and how many it launched
+    in_flight = [array("d", [start_us]) * depth for _ in stream_end] if depth else []
+    launched = [0] * len(stream_end)
     cpu = start_us
     waits, idx = _sync_waits(columns[0], wait_ptr), _int_array(wait_idx)
     events = _rows(list(columns))
@@ -359,8 +363,8 @@ def _events_loop(
             call = async_call if async_call < call_k else call_k
         end = stream_end[stream]
         if dur > 0:
-            if depth and num_ops >= depth:  # the queue is full: wait for its oldest op's end
-                oldest = in_flight[num_ops % depth]
+            if depth and launched[stream] >= depth:  # its queue is full: wait for the oldest
+                oldest = in_flight[stream][launched[stream] % depth]
                 cpu = oldest if oldest > cpu else cpu
             submitted = cpu if kind == BLOCKING_LAUNCH and blocks else cpu + call
             ready = end_at[after] + gap if after >= 0 else start_us
@@ -373,11 +377,17 @@ def _events_loop(
             if host_ready > device_ready:  # the queue had drained: the GPU waited for the host
                 num_drained += 1
                 host_wait[stream] += host_ready - (end if end > device_ready else device_ready)
-            end = begin + delay + dur
+            began = begin + delay
+            if delay < 0.0:  # it took the SMs in another stream's op's tail (dependencies.py)
+                own = end + gap
+                own = host_ready if host_ready > own else own
+                began = own if own > began else began
+            end = began + dur
             stream_end[stream] = end
             busy[stream] += dur
             if depth:
-                in_flight[(num_ops - 1) % depth] = end
+                in_flight[stream][launched[stream] % depth] = end
+                launched[stream] += 1
         elif after >= 0:  # a removed op's wait on another stream stays: the stream still waits
             waited_for = end_at[after]
             if waited_for > end:

@@ -81,7 +81,7 @@ def build_timeline(trace: Trace, syncs: SyncPoints, allocator: AllocatorResult) 
     own, delay = _host_time_before_copies(kind, after, own, delay)
     calls = (cpu_end - cpu_start)[(kind == LAUNCH) & (cpu_end > cpu_start)]
     launch_call_us = float(np.median(calls)) if len(calls) else 0.0
-    queue = launch_queue(is_op & (kind != SYNC), cpu_start, cpu_end, gpu_end,
+    queue = launch_queue(is_op & (kind != SYNC), stream, cpu_start, cpu_end, gpu_end,
                          WAITING_CALL_FACTOR * launch_call_us)
     return Timeline(
         kind=kind,
