@@ -17,10 +17,10 @@ the most ops in flight at any of those returns: a call returns as a slot frees, 
 slots hold commands the trace does not show as ops (event records, a communication library's)
 it counts fewer, so the largest count is the queue's capacity as measured (RoBERTa's 216
 waiting calls: 556-1021 in flight, 1021 at the median; a 6-stream A100 trace's 378: 335-870 on
-their streams, where a depth of the median, 757, replays its step 1.0% long and 870, 0.2%). The replay then lets the host launch a stream's op
-``m`` only once that stream's op ``m - depth`` has ended, and gives those launch calls an
-ordinary call's time. Where no call waited, the queues are taken as never full (depth 0: no
-limit).
+their streams, where a depth of the median, 757, replays its step 1.0% long and 870, 0.2%).
+The replay then lets the host launch a stream's op ``m`` only once that stream's op
+``m - depth`` has ended, and gives those launch calls an ordinary call's time. Where no call
+waited, the queues are taken as never full (depth 0: no limit).
 """
 
 from __future__ import annotations
