@@ -9,6 +9,8 @@ not read from."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 import transformers as tf
@@ -66,20 +68,16 @@ def llama_wide_fp32_train(ctx: Ctx) -> Step:
                       lambda m: m(input_ids=x, labels=x, use_cache=False).loss)
 
 
-def classify(ctx: Ctx, name: str, batch: int, image: int) -> Step:
-    model = ctx.model(tv(name, num_classes=100))
-    x = ctx.image(torch.randn(batch, 3, image, image, device=ctx.device))
-    y = torch.randint(0, 100, (batch,), device=ctx.device)
-    return train_step(ctx, model, ctx.adamw(model.parameters()),
-                      lambda m: F.cross_entropy(m(x), y))
-
-
-def wide_resnet50_nchw_bf16_train(ctx: Ctx) -> Step:
-    return classify(ctx, "wide_resnet50_2", *pick(ctx, (64, 224), (2, 32)))
-
-
-def convnext_tiny_fp32_train(ctx: Ctx) -> Step:
-    return classify(ctx, "convnext_tiny", *pick(ctx, (64, 224), (2, 32)))
+def classifier(name: str, full: tuple[int, int], smoke: tuple[int, int]) -> Callable[[Ctx], Step]:
+    """The builder of a torchvision classifier's training step at ``(batch, image)`` sizes."""
+    def build(ctx: Ctx) -> Step:
+        batch, image = pick(ctx, full, smoke)
+        model = ctx.model(tv(name, num_classes=100))
+        x = ctx.image(torch.randn(batch, 3, image, image, device=ctx.device))
+        y = torch.randint(0, 100, (batch,), device=ctx.device)
+        return train_step(ctx, model, ctx.adamw(model.parameters()),
+                          lambda m: F.cross_entropy(m(x), y))
+    return build
 
 
 def deeplabv3_r50_nchw_bf16_train(ctx: Ctx) -> Step:
@@ -116,18 +114,6 @@ def neox_fp32_train(ctx: Ctx) -> Step:
                       lambda m: m(input_ids=x, labels=x, use_cache=False).loss)
 
 
-def swin_t_fp32_train(ctx: Ctx) -> Step:
-    return classify(ctx, "swin_t", *pick(ctx, (64, 224), (2, 64)))
-
-
-def vgg16_bn_fp32_train(ctx: Ctx) -> Step:
-    return classify(ctx, "vgg16_bn", *pick(ctx, (64, 224), (2, 32)))
-
-
-def efficientnet_v2_s_nchw_bf16_train(ctx: Ctx) -> Step:
-    return classify(ctx, "efficientnet_v2_s", *pick(ctx, (64, 224), (2, 32)))
-
-
 def resnet152_nchw_bf16_infer(ctx: Ctx) -> Step:
     batch, image = pick(ctx, (128, 224), (2, 32))
     model = ctx.model(tv("resnet152", num_classes=1000), train=False)
@@ -155,12 +141,13 @@ WORKLOADS = [
              frozenset({"sdpa"})),
     Workload("wide_resnet50_nchw_bf16_train", "torchvision", "train",
              "Wide ResNet-50-2 classification training, batch 64 at 224, bf16 autocast, NCHW, "
-             "AdamW", ("channels_last",), Knobs(bf16=True), wide_resnet50_nchw_bf16_train,
+             "AdamW", ("channels_last",), Knobs(bf16=True),
+             classifier("wide_resnet50_2", (64, 224), (2, 32)),
              CONV),
     Workload("convnext_tiny_fp32_train", "torchvision", "train",
              "ConvNeXt-T classification training, batch 64 at 224, FP32 with PyTorch's default "
              "flags (cuDNN TF32 on, matmul TF32 off), NCHW", ("tf32",), Knobs(),
-             convnext_tiny_fp32_train, CONV),
+             classifier("convnext_tiny", (64, 224), (2, 32)), CONV),
     Workload("deeplabv3_r50_nchw_bf16_train", "torchvision", "train",
              "DeepLabV3-ResNet50 segmentation training, batch 8 at 384, bf16 autocast, NCHW",
              ("channels_last",), Knobs(bf16=True), deeplabv3_r50_nchw_bf16_train, CONV),
@@ -175,13 +162,15 @@ LATER = [
              "off", ("tf32",), Knobs(tf32="off"), neox_fp32_train, frozenset({"sdpa"})),
     Workload("swin_t_fp32_train", "torchvision", "train",
              "Swin-T classification training, batch 64 at 224, FP32 with PyTorch's default "
-             "flags", ("tf32",), Knobs(), swin_t_fp32_train, CONV),
+             "flags", ("tf32",), Knobs(), classifier("swin_t", (64, 224), (2, 64)), CONV),
     Workload("vgg16_bn_fp32_train", "torchvision", "train",
              "VGG-16-BN classification training, batch 64 at 224, FP32 with TF32 off, NCHW",
-             ("tf32", "channels_last"), Knobs(tf32="off"), vgg16_bn_fp32_train, CONV),
+             ("tf32", "channels_last"), Knobs(tf32="off"),
+             classifier("vgg16_bn", (64, 224), (2, 32)), CONV),
     Workload("efficientnet_v2_s_nchw_bf16_train", "torchvision", "train",
              "EfficientNetV2-S classification training, batch 64 at 224, bf16 autocast, NCHW",
-             ("channels_last",), Knobs(bf16=True), efficientnet_v2_s_nchw_bf16_train, CONV),
+             ("channels_last",), Knobs(bf16=True),
+             classifier("efficientnet_v2_s", (64, 224), (2, 32)), CONV),
     Workload("resnet152_nchw_bf16_infer", "torchvision", "infer",
              "ResNet-152 inference, batch 128 at 224, bf16 autocast, NCHW", ("channels_last",),
              Knobs(bf16=True), resnet152_nchw_bf16_infer, CONV),
